@@ -1,0 +1,66 @@
+"""The decompositions tessera imports through: Inductor's table, minus the ops
+that ``tsr`` keeps whole because a whole op is what a kernel wants (nearest and
+bilinear upsampling decompose into index gathers; SiLU and GELU into several
+elementwise ops that fusion would have to rediscover).
+
+Upsampling also has Python kernels at the ``CompositeImplicitAutograd`` and
+``Autograd`` keys that decompose it while AOTAutograd traces, whatever the
+table says; :func:`keeping_ops_whole` sets those aside for the duration of a
+trace (ATen's own kernels and derivative formulas then apply).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+
+import torch
+from torch._C import DispatchKey
+
+aten = torch.ops.aten
+
+KEPT_WHOLE = (
+    aten.upsample_nearest1d,
+    aten.upsample_nearest2d,
+    aten.upsample_nearest3d,
+    aten.upsample_bilinear2d,
+    aten.silu,
+    aten.gelu,
+)
+_TRACE_KEYS = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
+
+
+def _kept_overloads() -> list:
+    return [getattr(p, o) for p in KEPT_WHOLE for o in p.overloads()]
+
+
+@functools.cache
+def _table() -> dict:
+    from torch._inductor.decomposition import select_decomp_table
+
+    kept = set(_kept_overloads())
+    return {k: v for k, v in select_decomp_table().items() if k not in kept}
+
+
+def decomposition_table() -> dict:
+    """A copy of tessera's decomposition table (ATen overload -> decomposition)."""
+    return dict(_table())
+
+
+@contextlib.contextmanager
+def keeping_ops_whole() -> Iterator[None]:
+    """While tracing, route the ops of ``KEPT_WHOLE`` to ATen, not to their
+    Python decompositions."""
+    saved = []
+    for op in _kept_overloads():
+        for key in _TRACE_KEYS:
+            if key in op.py_kernels:
+                saved.append((op, key, op.py_kernels.pop(key)))
+        op._dispatch_cache.clear()
+    try:
+        yield
+    finally:
+        for op, key, kernel in saved:
+            op.py_kernels[key] = kernel
+            op._dispatch_cache.clear()

@@ -1,0 +1,434 @@
+"""One converter per ATen overload that has a ``tsr`` op.
+
+A converter gets the importer, the FX node and the node's arguments, emits
+ops and returns the node's value. It raises :class:`NotConvertible` when an
+argument is outside what the op expresses (a transposed conv, ``alpha != 1``);
+the importer then keeps the node as a ``tsr.aten_call``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f64,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import layout_of
+
+if TYPE_CHECKING:
+    from .importer import FxImporter
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+class NotConvertible(Exception):
+    """This call has no ``tsr`` form; keep it as an ATen call."""
+
+
+CONVERTERS: dict[Any, Callable[..., Any]] = {}
+
+
+def converts(*targets: Any):
+    def deco(fn):
+        for t in targets:
+            CONVERTERS[t] = fn
+        return fn
+
+    return deco
+
+
+def rtype(node) -> TensorType:
+    from .importer import tensor_type
+
+    return tensor_type(node.meta["val"])
+
+
+def emit1(imp: FxImporter, node, op: Operation) -> SSAValue:
+    return imp.emit(op, node.name).results[0]
+
+
+def i64s(values) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def _norm_dims(dims, rank: int) -> list[int]:
+    if dims is None:
+        return []
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return [d % max(rank, 1) for d in dims]
+
+
+# -- elementwise ---------------------------------------------------------------------
+_UNARY = {
+    aten.neg.default: tsr.NegOp,
+    aten.exp.default: tsr.ExpOp,
+    aten.log.default: tsr.LogOp,
+    aten.sqrt.default: tsr.SqrtOp,
+    aten.rsqrt.default: tsr.RsqrtOp,
+    aten.sigmoid.default: tsr.SigmoidOp,
+    aten.silu.default: tsr.SiluOp,
+    aten.relu.default: tsr.ReluOp,
+    aten.tanh.default: tsr.TanhOp,
+    aten.abs.default: tsr.AbsOp,
+    aten.erf.default: tsr.ErfOp,
+    aten.reciprocal.default: tsr.ReciprocalOp,
+}
+
+
+def _unary_converter(cls):
+    def convert(imp, node, x):
+        return emit1(imp, node, cls.create(operands=[imp.operand(x)], result_types=[rtype(node)]))
+
+    return convert
+
+
+for _target, _cls in _UNARY.items():
+    CONVERTERS[_target] = _unary_converter(_cls)
+
+
+@converts(aten.gelu.default)
+def _gelu(imp, node, x, approximate="none"):
+    props = {"approximate": StringAttr(approximate)} if approximate != "none" else {}
+    return emit1(imp, node, tsr.GeluOp.create(operands=[imp.operand(x)], result_types=[rtype(node)], properties=props))
+
+
+def _binary(imp, node, cls, a, b) -> SSAValue:
+    return emit1(imp, node, cls.create(operands=[imp.operand(a), imp.operand(b)], result_types=[rtype(node)]))
+
+
+_BINARY = {
+    (aten.mul.Tensor, aten.mul.Scalar): tsr.MulOp,
+    (aten.div.Tensor, aten.div.Scalar): tsr.DivOp,
+    (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar): tsr.PowOp,
+    (aten.maximum.default,): tsr.MaximumOp,
+    (aten.minimum.default,): tsr.MinimumOp,
+}
+for _targets, _cls in _BINARY.items():
+    for _t in _targets:
+        CONVERTERS[_t] = lambda imp, node, a, b, _cls=_cls: _binary(imp, node, _cls, a, b)
+
+
+def _scaled(imp, node, b, alpha):
+    if alpha == 1:
+        return b
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return b * alpha
+    raise NotConvertible("alpha != 1")
+
+
+@converts(aten.add.Tensor, aten.add.Scalar)
+def _add(imp, node, a, b, alpha=1):
+    return _binary(imp, node, tsr.AddOp, a, _scaled(imp, node, b, alpha))
+
+
+@converts(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(imp, node, a, b, alpha=1):
+    return _binary(imp, node, tsr.SubOp, a, _scaled(imp, node, b, alpha))
+
+
+@converts(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(imp, node, a, b, alpha=1):
+    if alpha != 1:
+        raise NotConvertible("alpha != 1")
+    return _binary(imp, node, tsr.SubOp, b, a)
+
+
+_CMP = {"eq": aten.eq, "ne": aten.ne, "lt": aten.lt, "le": aten.le, "gt": aten.gt, "ge": aten.ge}
+for _pred, _packet in _CMP.items():
+    for _t in (_packet.Tensor, _packet.Scalar):
+        CONVERTERS[_t] = lambda imp, node, a, b, _p=_pred: emit1(
+            imp, node, tsr.CmpOp(_p, imp.operand(a), imp.operand(b), rtype(node))
+        )
+
+
+@converts(aten.where.self)
+def _where(imp, node, c, a, b):
+    ops = [imp.operand(v) for v in (c, a, b)]
+    return emit1(imp, node, tsr.WhereOp.create(operands=ops, result_types=[rtype(node)]))
+
+
+@converts(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default, aten.clamp.Tensor)
+def _clamp(imp, node, x, lo=None, hi=None):
+    if node.target is aten.clamp_max.default:
+        lo, hi = None, lo
+    if lo is None and hi is None:
+        raise NotConvertible("clamp without bounds")
+    v = imp.operand(x)
+    t = rtype(node)
+    if lo is not None:
+        v = imp.emit(tsr.MaximumOp.create(operands=[v, imp.operand(lo)], result_types=[t]), node.name).results[0]
+    if hi is not None:
+        v = imp.emit(tsr.MinimumOp.create(operands=[v, imp.operand(hi)], result_types=[t]), node.name).results[0]
+    return v
+
+
+# -- dtype, layout and identity ------------------------------------------------------
+def _retyped(imp, node, x) -> SSAValue:
+    """``x`` converted to the node's dtype and layout: convert and/or relayout."""
+    v = imp.operand(x)
+    t = rtype(node)
+    if v.type.get_element_type() != t.get_element_type():
+        mid = TensorType(t.get_element_type(), t.get_shape(), tsr.LayoutAttr(layout_of(v.type)))
+        v = emit1(imp, node, tsr.ConvertOp.create(operands=[v], result_types=[mid]))
+    if layout_of(v.type) != layout_of(t):
+        v = emit1(imp, node, tsr.RelayoutOp.create(operands=[v], result_types=[t]))
+    return v
+
+
+@converts(aten._to_copy.default)
+def _to_copy(imp, node, x, **kw):
+    if kw.get("device") is not None and kw["device"] != node.args[0].meta["val"].device:
+        raise NotConvertible("device transfer")
+    return _retyped(imp, node, x)
+
+
+@converts(prims.convert_element_type.default, aten.clone.default)
+def _convert(imp, node, x, *_, **__):
+    return _retyped(imp, node, x)
+
+
+@converts(aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default)
+def _identity(imp, node, x):
+    return _retyped(imp, node, x)
+
+
+# -- shapes --------------------------------------------------------------------------
+@converts(
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.squeeze.default,
+    aten.unsqueeze.default,
+    aten.flatten.using_ints,
+)
+def _reshape(imp, node, x, *_):
+    return emit1(imp, node, tsr.ReshapeOp.create(operands=[imp.operand(x)], result_types=[rtype(node)]))
+
+
+@converts(aten.as_strided.default)
+def _as_strided(imp, node, x, size, stride, offset=None):
+    """An ``as_strided`` that only re-views a dense row-major tensor is a reshape."""
+    src = node.args[0].meta["val"]
+    dense = list(stride) == list(tsr.layout.strides_for(size, range(len(size))))
+    if offset or not src.is_contiguous() or not dense or torch.Size(size).numel() != src.numel():
+        raise NotConvertible("as_strided is not a reshape")
+    return _reshape(imp, node, x)
+
+
+@converts(aten.permute.default)
+def _permute(imp, node, x, dims):
+    rank = len(dims)
+    props = {"dims": i64s([d % rank for d in dims])}
+    return emit1(imp, node, tsr.PermuteOp.create(operands=[imp.operand(x)], result_types=[rtype(node)], properties=props))
+
+
+@converts(aten.t.default, aten.transpose.int)
+def _transpose(imp, node, x, d0=0, d1=1):
+    rank = len(node.args[0].meta["val"].shape)
+    dims = list(range(rank))
+    if rank >= 2:
+        d0, d1 = d0 % rank, d1 % rank
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _permute(imp, node, x, dims)
+
+
+@converts(aten.expand.default)
+def _expand(imp, node, x, *_ , **__):
+    return emit1(imp, node, tsr.ExpandOp.create(operands=[imp.operand(x)], result_types=[rtype(node)]))
+
+
+def _slice_op(imp, node, x, dim, start, end, step, rt) -> SSAValue:
+    props = {k: IntegerAttr(v, i64) for k, v in (("dim", dim), ("start", start), ("end", end), ("step", step))}
+    return emit1(imp, node, tsr.SliceOp.create(operands=[x], result_types=[rt], properties=props))
+
+
+@converts(aten.slice.Tensor)
+def _slice(imp, node, x, dim=0, start=None, end=None, step=1):
+    shape = node.args[0].meta["val"].shape
+    dim = dim % len(shape)
+    start, end, _ = slice(start, end, step).indices(shape[dim])
+    end = max(end, start)
+    return _slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
+
+
+@converts(aten.select.int)
+def _select(imp, node, x, dim, index):
+    shape = list(node.args[0].meta["val"].shape)
+    dim = dim % len(shape)
+    index = index % shape[dim]
+    t = rtype(node)
+    kept = shape[:dim] + [1] + shape[dim + 1 :]
+    mid = TensorType(t.get_element_type(), kept, tsr.LayoutAttr(layout_of(imp.operand(x).type)))
+    s = _slice_op(imp, node, imp.operand(x), dim, index, index + 1, 1, mid)
+    return emit1(imp, node, tsr.ReshapeOp.create(operands=[s], result_types=[t]))
+
+
+@converts(aten.cat.default)
+def _cat(imp, node, xs, dim=0):
+    vals = [imp.operand(x) for x in xs if x.meta["val"].numel() > 0 or len(xs) == 1]
+    rank = len(rtype(node).get_shape())
+    props = {"dim": IntegerAttr(dim % rank, i64)}
+    return emit1(imp, node, tsr.ConcatOp.create(operands=vals, result_types=[rtype(node)], properties=props))
+
+
+@converts(aten.constant_pad_nd.default)
+def _pad(imp, node, x, pad, value=0.0):
+    rank = len(node.args[0].meta["val"].shape)
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    props = {"low": i64s(low), "high": i64s(high)}
+    ops = [imp.operand(x), imp.scalar(float(value) if not isinstance(value, bool) else value)]
+    return emit1(imp, node, tsr.PadOp.create(operands=ops, result_types=[rtype(node)], properties=props))
+
+
+# -- reductions ----------------------------------------------------------------------
+def _reduce(imp, node, cls, x, dims, keepdim, extra=None) -> SSAValue:
+    rank = len(node.args[0].meta["val"].shape)
+    props = {"dims": i64s(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}
+    props |= extra or {}
+    return emit1(imp, node, cls.create(operands=[imp.operand(x)], result_types=[rtype(node)], properties=props))
+
+
+@converts(aten.sum.dim_IntList, aten.sum.default, aten.mean.dim, aten.mean.default)
+def _sum_mean(imp, node, x, dims=None, keepdim=False, dtype=None):
+    if dtype is not None and dtype != node.args[0].meta["val"].dtype:
+        raise NotConvertible("reduction with a dtype")
+    cls = tsr.SumOp if node.target in (aten.sum.dim_IntList, aten.sum.default) else tsr.MeanOp
+    return _reduce(imp, node, cls, x, dims, keepdim)
+
+
+@converts(aten.amax.default, aten.amin.default)
+def _amax(imp, node, x, dims=(), keepdim=False):
+    cls = tsr.AmaxOp if node.target is aten.amax.default else tsr.AminOp
+    return _reduce(imp, node, cls, x, dims, keepdim)
+
+
+def _correction(correction) -> dict:
+    return {"correction": FloatAttr(1.0 if correction is None else float(correction), f64)}
+
+
+@converts(aten.var.correction)
+def _var(imp, node, x, dims=None, *, correction=None, keepdim=False):
+    return _reduce(imp, node, tsr.VarOp, x, dims, keepdim, _correction(correction))
+
+
+@converts(aten.var_mean.correction)
+def _var_mean(imp, node, x, dims=None, *, correction=None, keepdim=False):
+    from .importer import tensor_type
+
+    var_t, mean_t = (tensor_type(v) for v in node.meta["val"])
+    rank = len(node.args[0].meta["val"].shape)
+    props = {"dims": i64s(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}
+    v = imp.emit(tsr.VarOp.create(operands=[imp.operand(x)], result_types=[var_t], properties=props | _correction(correction)), node.name)
+    m = imp.emit(tsr.MeanOp.create(operands=[imp.operand(x)], result_types=[mean_t], properties=props), node.name)
+    return [v.results[0], m.results[0]]
+
+
+# -- linear algebra, conv, upsample ----------------------------------------------------
+@converts(aten.mm.default)
+def _mm(imp, node, a, b):
+    return _binary(imp, node, tsr.MatmulOp, a, b)
+
+
+@converts(aten.bmm.default)
+def _bmm(imp, node, a, b):
+    return _binary(imp, node, tsr.BmmOp, a, b)
+
+
+@converts(aten._int_mm.default)
+def _int_mm(imp, node, a, b):
+    return _binary(imp, node, tsr.IntMmOp, a, b)
+
+
+@converts(aten.addmm.default)
+def _addmm(imp, node, bias, a, b, *, beta=1, alpha=1):
+    if beta != 1 or alpha != 1:
+        raise NotConvertible("addmm with alpha/beta")
+    ops = [imp.operand(v) for v in (bias, a, b)]
+    return emit1(imp, node, tsr.AddmmOp.create(operands=ops, result_types=[rtype(node)]))
+
+
+@converts(aten.convolution.default)
+def _conv(imp, node, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+    if transposed:
+        raise NotConvertible("transposed convolution")
+    nsp = len(node.args[0].meta["val"].shape) - 2
+
+    def full(v):
+        v = list(v)
+        return v * nsp if len(v) == 1 else v
+
+    ops = [imp.operand(x), imp.operand(w)] + ([imp.operand(b)] if b is not None else [])
+    props = {
+        "stride": i64s(full(stride)),
+        "padding": i64s(full(padding)),
+        "dilation": i64s(full(dilation)),
+        "groups": IntegerAttr(groups, i64),
+    }
+    return emit1(imp, node, tsr.ConvOp.create(operands=ops, result_types=[rtype(node)], properties=props))
+
+
+def _upsample(imp, node, x, mode, scales, align_corners=None):
+    props = {"mode": StringAttr(mode)}
+    if scales is not None and all(s is not None for s in scales):
+        props["scales"] = DenseArrayBase.from_list(f64, [float(s) for s in scales])
+    if align_corners is not None:
+        props["align_corners"] = BoolAttr.from_bool(bool(align_corners))
+    return emit1(imp, node, tsr.UpsampleOp.create(operands=[imp.operand(x)], result_types=[rtype(node)], properties=props))
+
+
+@converts(aten.upsample_nearest1d.vec, aten.upsample_nearest2d.vec, aten.upsample_nearest3d.vec)
+def _nearest_vec(imp, node, x, output_size, scale_factors):
+    return _upsample(imp, node, x, "nearest", scale_factors)
+
+
+@converts(aten.upsample_nearest1d.default, aten.upsample_nearest2d.default, aten.upsample_nearest3d.default)
+def _nearest(imp, node, x, output_size, *scales):
+    return _upsample(imp, node, x, "nearest", scales or None)
+
+
+@converts(aten.upsample_bilinear2d.vec)
+def _bilinear_vec(imp, node, x, output_size, align_corners, scale_factors):
+    return _upsample(imp, node, x, "bilinear", scale_factors, align_corners)
+
+
+@converts(aten.upsample_bilinear2d.default)
+def _bilinear(imp, node, x, output_size, align_corners, *scales):
+    return _upsample(imp, node, x, "bilinear", scales or None, align_corners)
+
+
+# -- constants ---------------------------------------------------------------------
+@converts(aten.full.default, aten.scalar_tensor.default, aten.zeros.default, aten.ones.default)
+def _full(imp, node, *args, **kw):
+    val = node.meta["val"]
+    if node.target is aten.full.default:
+        fill = args[1]
+    elif node.target is aten.scalar_tensor.default:
+        fill = args[0]
+    else:
+        fill = 0 if node.target is aten.zeros.default else 1
+    t = rtype(node)
+    if not isinstance(fill, (int, float, bool)):
+        raise NotConvertible("symbolic fill value")
+    if val.dtype.is_floating_point:
+        fill = float(fill)
+    else:
+        fill = int(fill)
+    return emit1(imp, node, tsr.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [fill])))

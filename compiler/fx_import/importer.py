@@ -1,0 +1,233 @@
+"""ATen FX graph -> ``tsr`` module.
+
+Each FX node becomes one ``tsr`` op (or a few), typed from the node's fake
+tensor: shape, dtype and the layout its strides show. A node's Python source
+line becomes the op's location. An ATen op with no converter becomes a
+``tsr.aten_call``, and :attr:`ImportResult.fallbacks` counts them:
+
+    %convolution = tsr.conv %primals_3, %primals_1, %primals_2 {...}
+        : (tensor<1x3x8x8xf32, #tsr.layout<nchw>>, ...) -> tensor<1x8x8x8xf32, #tsr.layout<nchw>>
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    NoneType,
+    StringAttr,
+    TensorType,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from tessera.dialects.tsr import AtenCallOp, ConstantOp, LayoutAttr, dtypes
+from tessera.dialects.tsr.layout import perm_from_strides
+
+from .. import aten_args
+from ..errors import ImportFailure
+from .converters import CONVERTERS, NotConvertible
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def tensor_type(val: Any) -> TensorType:
+    """The ``tsr`` type of a (fake) tensor: shape, dtype and layout from strides."""
+    if not isinstance(val, torch.Tensor):
+        raise ImportFailure(f"expected a tensor, got {type(val).__name__} (dynamic shapes are not supported)")
+    shape = []
+    for s in val.shape:
+        if not isinstance(s, int):
+            raise ImportFailure(f"symbolic size {s} (dynamic shapes are not supported)")
+        shape.append(s)
+    strides = val.stride() if val.layout == torch.strided else None
+    perm = perm_from_strides(shape, strides) if strides is not None else tuple(range(len(shape)))
+    try:
+        elem = dtypes.to_mlir(val.dtype)
+    except dtypes.UnsupportedDtype as e:
+        raise ImportFailure(str(e)) from None
+    return TensorType(elem, shape, LayoutAttr(perm))
+
+
+def value_type(val: Any) -> Attribute:
+    return NoneType() if val is None else tensor_type(val)
+
+
+@dataclass
+class ImportResult:
+    module: ModuleOp
+    fallbacks: Counter = field(default_factory=Counter)
+    """ATen ops kept as ``tsr.aten_call``, with their counts."""
+    output_is_none: list[bool] = field(default_factory=list)
+    """Per graph output: True where the graph returns None there (not in the IR)."""
+
+
+class FxImporter:
+    """Imports one ATen-level ``GraphModule`` as ``func.func @<name>``."""
+
+    def __init__(self, gm: torch.fx.GraphModule, name: str = "forward"):
+        self.gm = gm
+        self.name = name
+        self.block = Block()
+        self.values: dict[torch.fx.Node, Any] = {}
+        self.fallbacks: Counter = Counter()
+        self._scalars: dict[tuple, SSAValue] = {}
+        self._loc: FileLineColLoc | None = None
+
+    # -- helpers used by converters -------------------------------------------------
+    def emit(self, op: Operation, name: str | None = None) -> Operation:
+        if self._loc is not None:
+            op.location = self._loc
+        if name:
+            for r in op.results:
+                r.name_hint = _ssa_name(name)
+        self.block.add_op(op)
+        return op
+
+    def scalar(self, v: bool | int | float) -> SSAValue:
+        """A Python number as a ``tsr.constant`` (f64 / i64 / i1: typed later)."""
+        key = (type(v), v)
+        if key not in self._scalars:
+            if isinstance(v, bool):
+                attr = IntegerAttr(int(v), i1)
+            elif isinstance(v, int):
+                attr = IntegerAttr(v, i64)
+            else:
+                attr = FloatAttr(float(v), f64)
+            self._scalars[key] = self.emit(ConstantOp(attr)).results[0]
+        return self._scalars[key]
+
+    def operand(self, a: Any) -> SSAValue:
+        """An FX argument as an SSA value (numbers become scalar constants)."""
+        if isinstance(a, torch.fx.Node):
+            v = self.values[a]
+            if not isinstance(v, SSAValue):
+                raise NotConvertible(f"argument {a.name} is not a single tensor")
+            return v
+        if isinstance(a, (bool, int, float)):
+            return self.scalar(a)
+        raise NotConvertible(f"unsupported argument {a!r}")
+
+    # -- import ------------------------------------------------------------------------
+    def run(self) -> ImportResult:
+        arg_types = []
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        for n in placeholders:
+            arg_types.append(tensor_type(n.meta.get("val")))
+        self.block = Block(arg_types=arg_types)
+        for n, arg in zip(placeholders, self.block.args):
+            arg.name_hint = _ssa_name(n.name)
+            self.values[n] = arg
+        output_is_none: list[bool] = []
+        results: list[SSAValue] = []
+        for node in self.gm.graph.nodes:
+            self._loc = _location(node)
+            if node.op == "call_function":
+                self.values[node] = self._call(node)
+            elif node.op == "get_attr":
+                self.values[node] = self._constant(node)
+            elif node.op == "output":
+                outs = node.args[0]
+                outs = outs if isinstance(outs, (list, tuple)) else (outs,)
+                for o in outs:
+                    output_is_none.append(o is None)
+                    if o is not None:
+                        results.append(self.operand(o) if isinstance(o, torch.fx.Node) else _fail(o))
+            elif node.op != "placeholder":
+                raise ImportFailure(f"unsupported FX node kind '{node.op}' ({node.name})")
+        self._loc = None
+        self.emit(func.ReturnOp(*results))
+        fn = func.FuncOp(self.name, ([a.type for a in self.block.args], [r.type for r in results]), Region(self.block))
+        return ImportResult(ModuleOp([fn]), self.fallbacks, output_is_none)
+
+    def _call(self, node: torch.fx.Node) -> Any:
+        target = node.target
+        if target is operator.getitem:
+            src, idx = node.args
+            return self.values[src][idx]
+        conv = CONVERTERS.get(target)
+        if conv is not None:
+            try:
+                return conv(self, node, *node.args, **node.kwargs)
+            except NotConvertible:
+                pass
+        if not isinstance(target, torch._ops.OpOverload):
+            raise ImportFailure(f"cannot import call of {target} ({node.name})")
+        return self._aten_call(node)
+
+    def _aten_call(self, node: torch.fx.Node) -> Any:
+        """Keep ``node`` as a call into ATen (``tsr.aten_call``)."""
+        target: torch._ops.OpOverload = node.target  # type: ignore[assignment]
+        operands: list[SSAValue] = []
+        index: dict[torch.fx.Node, int] = {}
+
+        def operand_index(a: Any) -> int:
+            if not isinstance(a, torch.fx.Node):
+                raise KeyError(a)
+            if a not in index:
+                index[a] = len(operands)
+                operands.append(self.operand(a))
+            return index[a]
+
+        try:
+            args, kwargs = aten_args.encode_call(node.args, dict(node.kwargs), operand_index)
+        except (aten_args.UnencodableArgument, NotConvertible) as e:
+            raise ImportFailure(f"cannot keep {target} as an ATen call: {e}") from None
+        val = node.meta.get("val")
+        multi = isinstance(val, (list, tuple))
+        rtypes = [value_type(v) for v in val] if multi else [value_type(val)]
+        name = f"{target.namespace}.{target._schema.name.split('::')[-1]}.{target._overloadname}"
+        props: dict[str, Attribute] = {"callee": StringAttr(name), "args": args}
+        if kwargs is not None:
+            props["kwargs"] = kwargs
+        op = self.emit(AtenCallOp.create(operands=operands, result_types=rtypes, properties=props), node.name)
+        self.fallbacks[name] += 1
+        return list(op.results) if multi else op.results[0]
+
+    def _constant(self, node: torch.fx.Node) -> SSAValue:
+        t = getattr(self.gm, node.target)  # type: ignore[arg-type]
+        if not isinstance(t, torch.Tensor):
+            raise ImportFailure(f"constant {node.target} is not a tensor")
+        ttype = tensor_type(t)
+        data = t.detach().cpu().contiguous().flatten()
+        if data.dtype in (torch.float16, torch.bfloat16):
+            data = data.float()
+        attr = DenseIntOrFPElementsAttr.from_list(ttype, data.tolist() or [0])
+        return self.emit(ConstantOp(attr), node.name).results[0]
+
+
+def import_graph(gm: torch.fx.GraphModule, name: str = "forward") -> ImportResult:
+    """Import an ATen ``GraphModule`` (its placeholders need ``meta['val']``)."""
+    return FxImporter(gm, name).run()
+
+
+def _fail(o: Any) -> SSAValue:
+    raise ImportFailure(f"graph output {o!r} is not a tensor")
+
+
+def _ssa_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_$.]", "_", name)
+
+
+def _location(node: torch.fx.Node) -> FileLineColLoc | None:
+    trace = node.meta.get("stack_trace") or ""
+    frames = _FRAME.findall(trace)
+    if not frames:
+        return None
+    file, line = frames[-1]
+    return FileLineColLoc(StringAttr(file), IntAttr(int(line)), IntAttr(1))

@@ -1,0 +1,85 @@
+"""A reference interpreter for ``tsr`` modules: every op runs as torch calls.
+
+Values honour their types: a ``tensor<1x8x4x4xf32, #tsr.layout<nhwc>>`` is a
+torch tensor of logical shape 1x8x4x4 with channels-last strides. Passes are
+tested by interpreting a module before and after them.
+
+    outs = Interpreter(module).run(x, w)      # calls @forward
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
+
+from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.layout import layout_of, strides_for
+
+from ..errors import TesseraError
+from ..ir_io import op_location
+from .impls import IMPLS
+
+
+class InterpreterError(TesseraError):
+    """The module cannot be interpreted (an op without semantics, bad inputs)."""
+
+
+def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:
+    """``t`` with the dtype of ``ttype`` and stored in its layout (a copy only if needed)."""
+    dtype = dtypes.to_torch(ttype.get_element_type())
+    shape = tuple(ttype.get_shape())
+    strides = strides_for(shape, layout_of(ttype))
+    if t.dtype == dtype and tuple(t.shape) == shape and _same_strides(t, strides):
+        return t
+    out = torch.empty_strided(shape, strides, dtype=dtype, device=t.device)
+    out.copy_(t.expand(shape) if tuple(t.shape) != shape else t)
+    return out
+
+
+def _same_strides(t: torch.Tensor, strides: Sequence[int]) -> bool:
+    return all(s == e or n == 1 for s, e, n in zip(t.stride(), strides, t.shape))
+
+
+def find_function(module: ModuleOp, name: str = "forward") -> func.FuncOp:
+    for op in module.walk():
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    raise InterpreterError(f"module has no function @{name}")
+
+
+class Interpreter:
+    def __init__(self, module: ModuleOp, function: str = "forward"):
+        self.fn = find_function(module, function)
+        self.device = torch.device("cpu")
+
+    def run(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
+        args = self.fn.body.block.args
+        if len(inputs) != len(args):
+            raise InterpreterError(f"@{self.fn.sym_name.data} takes {len(args)} inputs, got {len(inputs)}")
+        if inputs:
+            self.device = inputs[0].device
+        env: dict[SSAValue, Any] = {}
+        for a, x in zip(args, inputs):
+            if not isinstance(x, torch.Tensor) or tuple(x.shape) != a.type.get_shape():
+                raise InterpreterError(f"input {a.name_hint or a.index} expects shape {list(a.type.get_shape())}")
+            env[a] = in_layout(x, a.type)
+        for op in self.fn.body.block.ops:
+            if isinstance(op, func.ReturnOp):
+                return [env[v] for v in op.operands]
+            impl = IMPLS.get(type(op))
+            if impl is None:
+                raise InterpreterError(f"no reference semantics for '{op.name}'", op_location(op))
+            out = impl(op, self, *(env[v] for v in op.operands))
+            outs = out if isinstance(out, tuple) else (out,)
+            for r, v in zip(op.results, outs, strict=True):
+                env[r] = in_layout(v, r.type) if isinstance(r.type, TensorType) else v
+        raise InterpreterError(f"@{self.fn.sym_name.data} has no func.return")
+
+
+def interpret(module: ModuleOp, *inputs: torch.Tensor, function: str = "forward") -> list[torch.Tensor]:
+    return Interpreter(module, function).run(*inputs)

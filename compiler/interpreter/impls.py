@@ -1,0 +1,229 @@
+"""The reference semantics of each ``tsr`` op, as torch calls on logical tensors.
+
+Each implementation takes the op and its operand values (tensors, or Python
+numbers for scalars) and returns the logical result(s); the interpreter then
+stores every result in the layout and dtype its type declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, i1
+from xdsl.ir import Operation
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.shapes import ints, shape_of
+
+from .. import aten_args
+
+Impl = Callable[..., Any]
+IMPLS: dict[type[Operation], Impl] = {}
+
+
+def impl(*classes: type[Operation]):
+    def deco(fn: Impl) -> Impl:
+        for c in classes:
+            IMPLS[c] = fn
+        return fn
+
+    return deco
+
+
+def _simple(cls: type[Operation], fn: Callable[..., Any]) -> None:
+    IMPLS[cls] = lambda op, env, *xs: fn(*xs)
+
+
+for _cls, _fn in {
+    tsr.NegOp: torch.neg,
+    tsr.ExpOp: torch.exp,
+    tsr.LogOp: torch.log,
+    tsr.SqrtOp: torch.sqrt,
+    tsr.RsqrtOp: torch.rsqrt,
+    tsr.SigmoidOp: torch.sigmoid,
+    tsr.SiluOp: F.silu,
+    tsr.ReluOp: torch.relu,
+    tsr.TanhOp: torch.tanh,
+    tsr.AbsOp: torch.abs,
+    tsr.ErfOp: torch.erf,
+    tsr.ReciprocalOp: torch.reciprocal,
+    tsr.AddOp: torch.add,
+    tsr.SubOp: torch.sub,
+    tsr.MulOp: torch.mul,
+    tsr.DivOp: torch.div,
+    tsr.PowOp: torch.pow,
+    tsr.MatmulOp: torch.mm,
+    tsr.BmmOp: torch.bmm,
+    tsr.IntMmOp: torch._int_mm,
+    tsr.ConvertOp: lambda x: x,
+    tsr.RelayoutOp: lambda x: x,
+}.items():
+    _simple(_cls, _fn)
+
+
+def _tensor_pair(a: Any, b: Any, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """maximum/minimum want two tensors: a scalar becomes a 0-d tensor."""
+    def t(v):
+        return v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=like.dtype, device=like.device)
+
+    return t(a), t(b)
+
+
+@impl(tsr.MaximumOp, tsr.MinimumOp)
+def _minmax(op, env, a, b):
+    like = a if isinstance(a, torch.Tensor) else b
+    fn = torch.maximum if isinstance(op, tsr.MaximumOp) else torch.minimum
+    return fn(*_tensor_pair(a, b, like))
+
+
+@impl(tsr.GeluOp)
+def _gelu(op, env, x):
+    return F.gelu(x, approximate=op.approximate.data if op.approximate else "none")
+
+
+_CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+
+
+@impl(tsr.CmpOp)
+def _cmp(op, env, a, b):
+    if not isinstance(a, torch.Tensor):  # scalar OP tensor: flip the comparison
+        flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op.predicate.data, op.predicate.data)
+        return _CMP[flipped](b, a)
+    return _CMP[op.predicate.data](a, b)
+
+
+@impl(tsr.WhereOp)
+def _where(op, env, c, a, b):
+    if not isinstance(c, torch.Tensor):
+        c = torch.tensor(bool(c))
+    return torch.where(c, a, b)
+
+
+@impl(tsr.ConstantOp)
+def _constant(op, env):
+    v = op.value
+    if isinstance(v, DenseIntOrFPElementsAttr):
+        t = v.get_type()
+        dtype = dtypes.to_torch(t.get_element_type())
+        vals = list(v.get_values())
+        if t.get_element_type() == i1:
+            vals = [bool(x) for x in vals]
+        data = torch.tensor(vals, dtype=dtype, device=env.device)
+        shape = t.get_shape()
+        return data.expand(shape) if v.is_splat() else data.reshape(shape)
+    return scalar_value(v)
+
+
+def scalar_value(attr: FloatAttr | IntegerAttr) -> bool | int | float:
+    """A scalar constant as a Python number, rounded to its element type."""
+    if isinstance(attr, FloatAttr):
+        return torch.tensor(attr.value.data, dtype=dtypes.to_torch(attr.type)).item()
+    return bool(attr.value.data) if attr.type == i1 else int(attr.value.data)
+
+
+@impl(tsr.PadOp)
+def _pad(op, env, x, value):
+    pads: list[int] = []
+    for lo, hi in reversed(list(zip(ints(op.low), ints(op.high)))):
+        pads += [lo, hi]
+    return torch.constant_pad_nd(x, pads, value)
+
+
+@impl(tsr.PermuteOp)
+def _permute(op, env, x):
+    return x.permute(ints(op.dims))
+
+
+@impl(tsr.ReshapeOp)
+def _reshape(op, env, x):
+    return x.reshape(shape_of(op.result.type))
+
+
+@impl(tsr.ExpandOp)
+def _expand(op, env, x):
+    return x.expand(shape_of(op.result.type))
+
+
+@impl(tsr.SliceOp)
+def _slice(op, env, x):
+    index = [slice(None)] * x.dim()
+    index[op.dim.value.data] = slice(op.start.value.data, op.end.value.data, op.step.value.data)
+    return x[tuple(index)]
+
+
+@impl(tsr.ConcatOp)
+def _concat(op, env, *xs):
+    return torch.cat(xs, dim=op.dim.value.data)
+
+
+@impl(tsr.ConvOp)
+def _conv(op, env, x, w, b=None):
+    return torch.ops.aten.convolution(
+        x, w, b, list(ints(op.stride)), list(ints(op.padding)), list(ints(op.dilation)),
+        False, [0] * (x.dim() - 2), op.groups.value.data,
+    )
+
+
+def _reduce_args(op) -> tuple[list[int], bool]:
+    return list(op.reduced_dims()), bool(op.keepdim.value.data)
+
+
+@impl(tsr.SumOp)
+def _sum(op, env, x):
+    dims, keep = _reduce_args(op)
+    return torch.sum(x, dims, keepdim=keep)
+
+
+@impl(tsr.MeanOp)
+def _mean(op, env, x):
+    dims, keep = _reduce_args(op)
+    return torch.mean(x, dims, keepdim=keep)
+
+
+@impl(tsr.AmaxOp)
+def _amax(op, env, x):
+    dims, keep = _reduce_args(op)
+    return torch.amax(x, dims, keepdim=keep)
+
+
+@impl(tsr.AminOp)
+def _amin(op, env, x):
+    dims, keep = _reduce_args(op)
+    return torch.amin(x, dims, keepdim=keep)
+
+
+@impl(tsr.VarOp)
+def _var(op, env, x):
+    dims, keep = _reduce_args(op)
+    return torch.var(x, dims, correction=op.correction.value.data, keepdim=keep)
+
+
+@impl(tsr.AddmmOp)
+def _addmm(op, env, bias, a, b):
+    return torch.addmm(bias, a, b)
+
+
+@impl(tsr.UpsampleOp)
+def _upsample(op, env, x):
+    size = list(shape_of(op.result.type)[2:])
+    nsp = len(size)
+    scales = list(op.scales.get_values()) if op.scales is not None else [None] * nsp
+    if op.mode.data == "bilinear":
+        align = bool(op.align_corners.value.data) if op.align_corners is not None else False
+        return torch.ops.aten.upsample_bilinear2d.default(x, size, align, *scales)
+    fn = {1: torch.ops.aten.upsample_nearest1d, 2: torch.ops.aten.upsample_nearest2d, 3: torch.ops.aten.upsample_nearest3d}[nsp]
+    return fn.default(x, size, *scales)
+
+
+@impl(tsr.AtenCallOp)
+def _aten_call(op, env, *operands):
+    fn = aten_args.resolve_callee(op.callee.data)
+    args = aten_args.decode(op.args, operands, env.device)
+    kwargs = {k: aten_args.decode(v, operands, env.device) for k, v in op.kwargs.data.items()} if op.kwargs else {}
+    out = fn(*args, **kwargs)
+    return tuple(out) if len(op.outs) != 1 else out
+

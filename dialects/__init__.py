@@ -1,0 +1,1 @@
+"""tessera's IR: the ``tsr`` graph dialect (and, later, kernel-level dialects)."""

@@ -1,0 +1,339 @@
+"""``tsr`` ops with a library or a dedicated kernel behind them: convolution,
+matrix products, the int8 GEMM, reductions and upsampling."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f64,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from . import dtypes
+from .shapes import (
+    broadcast_shapes,
+    check_values_layouts,
+    elem_of,
+    expect_rank,
+    expect_same_elem,
+    expect_shape,
+    ints,
+    normalize_dims,
+    shape_of,
+)
+
+I64Array = DenseArrayBase.constr(i64)
+F64Array = DenseArrayBase.constr(f64)
+
+
+@irdl_op_definition
+class ConvOp(IRDLOperation):
+    """Convolution, 1-D to 3-D (rank 3 to 5), with optional bias. The weight is
+    ``[C_out, C_in/groups, k...]`` logically, whatever its layout.
+
+        %y = tsr.conv %x, %w, %b {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 1, 1>,
+               dilation = array<i64: 1, 1, 1>, groups = 1 : i64}
+             : (tensor<1x64x6x34x34xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>, tensor<64xf32>)
+            -> tensor<1x64x4x32x32xf32, #tsr.layout<ndhwc>>
+    """
+
+    name = "tsr.conv"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    stride = prop_def(I64Array)
+    padding = prop_def(I64Array)
+    dilation = prop_def(I64Array)
+    groups = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts(list(self.operands) + [self.result], "conv")
+        x, w = shape_of(self.input.type), shape_of(self.weight.type)
+        expect_rank(self.input.type, (3, 4, 5), "input")
+        if len(w) != len(x):
+            raise VerifyException(f"weight rank {len(w)} differs from input rank {len(x)}")
+        nsp = len(x) - 2
+        stride, padding, dilation = ints(self.stride), ints(self.padding), ints(self.dilation)
+        for nm, arr in (("stride", stride), ("padding", padding), ("dilation", dilation)):
+            if len(arr) != nsp:
+                raise VerifyException(f"{nm} needs {nsp} entries, got {len(arr)}")
+        if any(s < 1 for s in stride) or any(d < 1 for d in dilation) or any(p < 0 for p in padding):
+            raise VerifyException("stride and dilation must be >= 1, padding >= 0")
+        g = self.groups.value.data
+        if g < 1 or x[1] % g or w[0] % g:
+            raise VerifyException(f"groups={g} must divide C_in={x[1]} and C_out={w[0]}")
+        if w[1] * g != x[1]:
+            raise VerifyException(f"weight has {w[1]} input channels per group, expected {x[1] // g}")
+        for v in (self.weight, self.bias, self.result):
+            if v is not None:
+                expect_same_elem(self.input.type, v.type, "conv")
+        if self.bias is not None:
+            expect_shape(shape_of(self.bias.type), [w[0]], "bias")
+        out = [x[0], w[0]]
+        for i in range(nsp):
+            o = (x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1
+            if o < 1:
+                raise VerifyException(f"kernel does not fit spatial dim {i}: output size {o}")
+            out.append(o)
+        expect_shape(shape_of(self.result.type), out, "result")
+
+
+class _Reduction(IRDLOperation):
+    input = operand_def(TensorType)
+    dims = prop_def(I64Array)
+    keepdim = prop_def(BoolAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def reduced_dims(self) -> tuple[int, ...]:
+        rank = len(shape_of(self.input.type))
+        dims = ints(self.dims)
+        return tuple(range(rank)) if not dims else normalize_dims(dims, rank, self.name)
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], self.name)
+        shape = shape_of(self.input.type)
+        red = self.reduced_dims()
+        keep = bool(self.keepdim.value.data)
+        out = [1 if d in red else s for d, s in enumerate(shape) if keep or d not in red]
+        expect_shape(shape_of(self.result.type), out, "result")
+        if self.name in ("tsr.mean", "tsr.var") and not dtypes.is_float(elem_of(self.input.type)):
+            raise VerifyException(f"{self.name} needs a floating-point operand")
+
+
+@irdl_op_definition
+class SumOp(_Reduction):
+    """Sum over ``dims`` (all dims when empty).
+
+        %s = tsr.sum %x {dims = array<i64: 2, 3>, keepdim = true} : (tensor<1x4x8x8xf32>) -> tensor<1x4x1x1xf32>
+    """
+
+    name = "tsr.sum"
+
+
+@irdl_op_definition
+class MeanOp(_Reduction):
+    """Mean over ``dims``.
+
+        %m = tsr.mean %x {dims = array<i64: 1>, keepdim = false} : (tensor<2x8xf32>) -> tensor<2xf32>
+    """
+
+    name = "tsr.mean"
+
+
+@irdl_op_definition
+class AmaxOp(_Reduction):
+    """Maximum over ``dims``.
+
+        %m = tsr.amax %x {dims = array<i64: 1>, keepdim = true} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+    """
+
+    name = "tsr.amax"
+
+
+@irdl_op_definition
+class AminOp(_Reduction):
+    """Minimum over ``dims``.
+
+        %m = tsr.amin %x {dims = array<i64: 1>, keepdim = true} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+    """
+
+    name = "tsr.amin"
+
+
+@irdl_op_definition
+class VarOp(_Reduction):
+    """Variance over ``dims`` with Bessel ``correction`` (0: population variance),
+    as GroupNorm/LayerNorm decompose to.
+
+        %v = tsr.var %x {dims = array<i64: 2, 3>, keepdim = true, correction = 0.0 : f64}
+               : (tensor<1x4x4x256xf32>) -> tensor<1x4x1x1xf32>
+    """
+
+    name = "tsr.var"
+    correction = prop_def(FloatAttr)
+
+
+def _check_float_or_same(op: IRDLOperation, a, b, r) -> None:
+    expect_same_elem(a.type, b.type, op.name)
+    expect_same_elem(a.type, r.type, op.name)
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """Matrix product ``[M,K] x [K,N] -> [M,N]``.
+
+        %c = tsr.matmul %a, %b : (tensor<8x16xf32>, tensor<16x4xf32, #tsr.layout<[1, 0]>>) -> tensor<8x4xf32>
+    """
+
+    name = "tsr.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.lhs, self.rhs, self.result], self.name)
+        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
+        expect_rank(self.lhs.type, (2,), "lhs")
+        expect_rank(self.rhs.type, (2,), "rhs")
+        if a[1] != b[0]:
+            raise VerifyException(f"contraction sizes differ: {list(a)} x {list(b)}")
+        expect_shape(shape_of(self.result.type), [a[0], b[1]], "result")
+        _check_float_or_same(self, self.lhs, self.rhs, self.result)
+
+
+@irdl_op_definition
+class BmmOp(IRDLOperation):
+    """Batched matrix product ``[B,M,K] x [B,K,N] -> [B,M,N]``.
+
+        %c = tsr.bmm %a, %b : (tensor<2x8x16xf32>, tensor<2x16x4xf32>) -> tensor<2x8x4xf32>
+    """
+
+    name = "tsr.bmm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.lhs, self.rhs, self.result], self.name)
+        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
+        expect_rank(self.lhs.type, (3,), "lhs")
+        expect_rank(self.rhs.type, (3,), "rhs")
+        if a[0] != b[0] or a[2] != b[1]:
+            raise VerifyException(f"batch or contraction sizes differ: {list(a)} x {list(b)}")
+        expect_shape(shape_of(self.result.type), [a[0], a[1], b[2]], "result")
+        _check_float_or_same(self, self.lhs, self.rhs, self.result)
+
+
+@irdl_op_definition
+class AddmmOp(IRDLOperation):
+    """``bias + a @ b`` with ``bias`` broadcast to ``[M,N]`` (a linear layer).
+
+        %y = tsr.addmm %b, %x, %wt : (tensor<4xf32>, tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+    """
+
+    name = "tsr.addmm"
+    bias = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$bias `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts(list(self.operands) + [self.result], self.name)
+        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
+        expect_rank(self.lhs.type, (2,), "lhs")
+        expect_rank(self.rhs.type, (2,), "rhs")
+        if a[1] != b[0]:
+            raise VerifyException(f"contraction sizes differ: {list(a)} x {list(b)}")
+        out = (a[0], b[1])
+        if broadcast_shapes(shape_of(self.bias.type), out) != out:
+            raise VerifyException(f"bias of shape {list(shape_of(self.bias.type))} does not broadcast to {list(out)}")
+        expect_shape(shape_of(self.result.type), out, "result")
+        _check_float_or_same(self, self.lhs, self.rhs, self.result)
+        expect_same_elem(self.bias.type, self.result.type, self.name)
+
+
+@irdl_op_definition
+class IntMmOp(IRDLOperation):
+    """Exact int8 GEMM: ``[M,K] (i8 or ui8) x [K,N] (i8) -> [M,N] i32``.
+
+        %c = tsr.int_mm %a, %b : (tensor<32x64xui8>, tensor<64x16xi8>) -> tensor<32x16xi32>
+    """
+
+    name = "tsr.int_mm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.lhs, self.rhs, self.result], self.name)
+        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
+        expect_rank(self.lhs.type, (2,), "lhs")
+        expect_rank(self.rhs.type, (2,), "rhs")
+        if a[1] != b[0]:
+            raise VerifyException(f"contraction sizes differ: {list(a)} x {list(b)}")
+        if elem_of(self.lhs.type) not in (i8, dtypes.ui8) or elem_of(self.rhs.type) != i8:
+            raise VerifyException(
+                f"int_mm takes i8 or ui8 x i8, got {elem_of(self.lhs.type)} x {elem_of(self.rhs.type)}"
+            )
+        if elem_of(self.result.type) != i32:
+            raise VerifyException(f"int_mm gives i32, got {elem_of(self.result.type)}")
+        expect_shape(shape_of(self.result.type), [a[0], b[1]], "result")
+
+
+@irdl_op_definition
+class UpsampleOp(IRDLOperation):
+    """Spatial upsampling (nearest, or bilinear for 2-D) to the result's shape.
+    ``scales`` (optional) are the factors the model asked for; ATen derives the
+    source index from them when given.
+
+        %u = tsr.upsample %x {mode = "nearest", scales = array<f64: 2.0, 2.0, 2.0>}
+             : (tensor<1x8x4x8x8xf32>) -> tensor<1x8x8x16x16xf32>
+    """
+
+    name = "tsr.upsample"
+    input = operand_def(TensorType)
+    mode = prop_def(StringAttr)
+    align_corners = opt_prop_def(BoolAttr)
+    scales = opt_prop_def(F64Array)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], self.name)
+        x, y = shape_of(self.input.type), shape_of(self.result.type)
+        expect_rank(self.input.type, (3, 4, 5), "input")
+        mode = self.mode.data
+        if mode not in ("nearest", "bilinear"):
+            raise VerifyException(f"mode must be \"nearest\" or \"bilinear\", got \"{mode}\"")
+        if mode == "bilinear" and len(x) != 4:
+            raise VerifyException("bilinear upsampling is 2-D (rank-4 input)")
+        if mode == "nearest" and self.align_corners is not None:
+            raise VerifyException("align_corners applies to bilinear mode only")
+        if len(y) != len(x) or y[:2] != x[:2]:
+            raise VerifyException(f"result {list(y)} must keep batch and channels of {list(x)}")
+        if self.scales is not None and len(self.scales.get_values()) != len(x) - 2:
+            raise VerifyException(f"scales needs {len(x) - 2} entries")
+        expect_same_elem(self.input.type, self.result.type, self.name)
+        if not dtypes.is_float(elem_of(self.input.type)):
+            raise VerifyException("upsample needs a floating-point tensor")
+
+
+REDUCTION_OPS = (SumOp, MeanOp, AmaxOp, AminOp, VarOp)
+NN_OPS = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, UpsampleOp, *REDUCTION_OPS)

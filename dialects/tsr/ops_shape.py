@@ -1,0 +1,206 @@
+"""``tsr`` ops that move data without arithmetic: pad, permute, reshape,
+expand, slice, concat. All change the *logical* shape; none is a layout change
+(that is ``tsr.relayout``)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from . import dtypes
+from .shapes import (
+    check_values_layouts,
+    expect_same_elem,
+    expect_shape,
+    ints,
+    normalize_dims,
+    numel,
+    shape_of,
+)
+
+I64Array = DenseArrayBase.constr(i64)
+
+
+@irdl_op_definition
+class PadOp(IRDLOperation):
+    """Constant pad: ``low[d]``/``high[d]`` elements of ``value`` before/after dim d
+    (a negative amount crops). The causal time pad of a video VAE:
+
+        %f = tsr.constant 0.000000e+00 : f32
+        %p = tsr.pad %x, %f {low = array<i64: 0, 0, 2, 1, 1>, high = array<i64: 0, 0, 0, 1, 1>}
+               : (tensor<1x64x4x32x32xf32, #tsr.layout<ndhwc>>, f32)
+              -> tensor<1x64x6x34x34xf32, #tsr.layout<ndhwc>>
+    """
+
+    name = "tsr.pad"
+    input = operand_def(TensorType)
+    value = operand_def()
+    low = prop_def(I64Array)
+    high = prop_def(I64Array)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $value attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], "pad")
+        if self.value.type not in dtypes.SUPPORTED:
+            raise VerifyException(f"pad value must be a scalar, got {self.value.type}")
+        shape = shape_of(self.input.type)
+        low, high = ints(self.low), ints(self.high)
+        if len(low) != len(shape) or len(high) != len(shape):
+            raise VerifyException(f"low/high need {len(shape)} entries, got {len(low)}/{len(high)}")
+        out = [s + lo + hi for s, lo, hi in zip(shape, low, high)]
+        if any(d < 0 for d in out):
+            raise VerifyException(f"padding crops below zero: result shape would be {out}")
+        expect_shape(shape_of(self.result.type), out, "result")
+        expect_same_elem(self.input.type, self.result.type, "pad")
+
+
+@irdl_op_definition
+class PermuteOp(IRDLOperation):
+    """Logical transpose: result dim i is input dim ``dims[i]``.
+
+        %t = tsr.permute %x {dims = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+    """
+
+    name = "tsr.permute"
+    input = operand_def(TensorType)
+    dims = prop_def(I64Array)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], "permute")
+        shape = shape_of(self.input.type)
+        dims = ints(self.dims)
+        if sorted(dims) != list(range(len(shape))):
+            raise VerifyException(f"dims {list(dims)} are not a permutation of 0..{len(shape) - 1}")
+        expect_shape(shape_of(self.result.type), [shape[d] for d in dims], "result")
+        expect_same_elem(self.input.type, self.result.type, "permute")
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """Same elements in logical row-major order, another shape.
+
+        %r = tsr.reshape %x : (tensor<1x4x4x8xf32>) -> tensor<1x4x32xf32>
+    """
+
+    name = "tsr.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], "reshape")
+        a, b = shape_of(self.input.type), shape_of(self.result.type)
+        if numel(a) != numel(b):
+            raise VerifyException(f"cannot reshape {list(a)} ({numel(a)} elements) to {list(b)} ({numel(b)})")
+        expect_same_elem(self.input.type, self.result.type, "reshape")
+
+
+@irdl_op_definition
+class ExpandOp(IRDLOperation):
+    """Broadcast size-1 dims (and new leading dims) to the result shape.
+
+        %e = tsr.expand %b : (tensor<1x64x1x1xf32>) -> tensor<2x64x8x8xf32>
+    """
+
+    name = "tsr.expand"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], "expand")
+        a, b = shape_of(self.input.type), shape_of(self.result.type)
+        if len(a) > len(b) or any(x != 1 and x != y for x, y in zip(a, b[len(b) - len(a):])):
+            raise VerifyException(f"cannot expand {list(a)} to {list(b)}")
+        expect_same_elem(self.input.type, self.result.type, "expand")
+
+
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """Elements ``start, start+step, ... < end`` of dim ``dim`` (``aten.slice.Tensor``).
+
+        %s = tsr.slice %x {dim = 2 : i64, start = 1 : i64, end = 7 : i64, step = 2 : i64}
+               : (tensor<1x8x8xf32>) -> tensor<1x8x3xf32>
+    """
+
+    name = "tsr.slice"
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    start = prop_def(IntegerAttr)
+    end = prop_def(IntegerAttr)
+    step = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], "slice")
+        shape = shape_of(self.input.type)
+        (dim,) = normalize_dims([self.dim.value.data], len(shape), "slice")
+        start, end, step = self.start.value.data, self.end.value.data, self.step.value.data
+        if step < 1:
+            raise VerifyException(f"step must be positive, got {step}")
+        if not 0 <= start <= end <= shape[dim]:
+            raise VerifyException(f"need 0 <= start <= end <= {shape[dim]}, got start={start} end={end}")
+        out = list(shape)
+        out[dim] = (end - start + step - 1) // step
+        expect_shape(shape_of(self.result.type), out, "result")
+        expect_same_elem(self.input.type, self.result.type, "slice")
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Concatenation along ``dim`` (the UNet skip connection).
+
+        %c = tsr.concat %a, %b {dim = 1 : i64}
+               : (tensor<1x32x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x48x8x8xf32>
+    """
+
+    name = "tsr.concat"
+    inputs = var_operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts(list(self.inputs) + [self.result], "concat")
+        if not self.inputs:
+            raise VerifyException("concat needs at least one operand")
+        first = shape_of(self.inputs[0].type)
+        (dim,) = normalize_dims([self.dim.value.data], len(first), "concat")
+        total = 0
+        for i, v in enumerate(self.inputs):
+            s = shape_of(v.type)
+            if len(s) != len(first) or any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != dim):
+                raise VerifyException(f"operand #{i} of shape {list(s)} does not match {list(first)} outside dim {dim}")
+            expect_same_elem(v.type, self.result.type, f"operand #{i}")
+            total += s[dim]
+        out = list(first)
+        out[dim] = total
+        expect_shape(shape_of(self.result.type), out, "result")
+
+
+SHAPE_OPS = (PadOp, PermuteOp, ReshapeOp, ExpandOp, SliceOp, ConcatOp)
