@@ -1,1 +1,2 @@
-"""tessera."""
+"""tessera's runtime: tensors in chosen layouts, and (next) devices, loaded
+modules and kernel launches behind one interface for cpu, cuda and mps."""

@@ -9,7 +9,6 @@ tested by interpreting a module before and after them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -17,8 +16,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 
-from tessera.dialects.tsr import dtypes
-from tessera.dialects.tsr.layout import layout_of, strides_for
+from tessera.runtime.layouts import in_layout
 
 from ..errors import TesseraError
 from ..ir_io import op_location
@@ -27,22 +25,6 @@ from .impls import IMPLS
 
 class InterpreterError(TesseraError):
     """The module cannot be interpreted (an op without semantics, bad inputs)."""
-
-
-def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:
-    """``t`` with the dtype of ``ttype`` and stored in its layout (a copy only if needed)."""
-    dtype = dtypes.to_torch(ttype.get_element_type())
-    shape = tuple(ttype.get_shape())
-    strides = strides_for(shape, layout_of(ttype))
-    if t.dtype == dtype and tuple(t.shape) == shape and _same_strides(t, strides):
-        return t
-    out = torch.empty_strided(shape, strides, dtype=dtype, device=t.device)
-    out.copy_(t.expand(shape) if tuple(t.shape) != shape else t)
-    return out
-
-
-def _same_strides(t: torch.Tensor, strides: Sequence[int]) -> bool:
-    return all(s == e or n == 1 for s, e, n in zip(t.stride(), strides, t.shape))
 
 
 def find_function(module: ModuleOp, name: str = "forward") -> func.FuncOp:

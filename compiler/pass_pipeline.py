@@ -1,0 +1,38 @@
+"""Pass pipelines from text: ``cse,dce`` or ``assign-layouts{target=x86},cse``
+(the syntax of ``mlir-opt -p`` / ``xdsl-opt -p``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.passes import PassPipeline, PassPipelineCallbackType
+from xdsl.utils.arg_spec import parse_pipeline
+
+from tessera.passes import PASSES, PIPELINES
+
+from .errors import UnknownPassError
+
+
+def build_pipeline(spec: str | Sequence[str], callback: PassPipelineCallbackType | None = None) -> PassPipeline:
+    """A pipeline from a pass list; raises :class:`UnknownPassError` for names not registered."""
+    text = spec if isinstance(spec, str) else ",".join(spec)
+    try:
+        specs = list(parse_pipeline(text))
+    except Exception as e:  # xDSL raises ArgSpecParseError or ValueError
+        raise UnknownPassError(f"malformed pass pipeline '{text}': {e}") from None
+    for s in specs:
+        if s.name not in PASSES:
+            raise UnknownPassError(
+                f"unknown pass '{s.name}'; registered passes: {', '.join(sorted(PASSES))}"
+            )
+    try:
+        passes = tuple(PASSES[s.name].from_pass_spec(s) for s in specs)
+    except Exception as e:  # bad option names or values
+        raise UnknownPassError(f"bad pass options in '{text}': {e}") from None
+    return PassPipeline(passes, callback)
+
+
+def target_pipeline(target: str) -> tuple[str, ...]:
+    if target not in PIPELINES:
+        raise UnknownPassError(f"no pipeline for target '{target}'; targets: {', '.join(sorted(PIPELINES))}")
+    return PIPELINES[target]

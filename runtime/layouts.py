@@ -1,0 +1,46 @@
+"""Tensors stored in the layout their ``tsr`` type names.
+
+A ``tensor<1x8x4x4xf32, #tsr.layout<nhwc>>`` lives in memory as a torch tensor
+of logical shape 1x8x4x4 with channels-last strides; :func:`in_layout` makes
+(or keeps) such a tensor, and :func:`allocate` makes an empty one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from xdsl.dialects.builtin import TensorType
+
+from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.layout import layout_of, strides_for
+
+
+def allocate(ttype: TensorType, device: torch.device | str = "cpu") -> torch.Tensor:
+    """An uninitialised tensor of ``ttype``'s shape and dtype, in its layout."""
+    shape = tuple(ttype.get_shape())
+    return torch.empty_strided(
+        shape, strides_for(shape, layout_of(ttype)), dtype=dtypes.to_torch(ttype.get_element_type()), device=device
+    )
+
+
+def is_in_layout(t: torch.Tensor, ttype: TensorType) -> bool:
+    shape = tuple(ttype.get_shape())
+    return (
+        t.dtype == dtypes.to_torch(ttype.get_element_type())
+        and tuple(t.shape) == shape
+        and _same_strides(t, strides_for(shape, layout_of(ttype)))
+    )
+
+
+def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:
+    """``t`` (broadcast to and) stored as ``ttype`` says; copies only if needed."""
+    if is_in_layout(t, ttype):
+        return t
+    out = allocate(ttype, t.device)
+    out.copy_(t.expand(out.shape) if t.shape != out.shape else t)
+    return out
+
+
+def _same_strides(t: torch.Tensor, strides: Sequence[int]) -> bool:
+    return all(s == e or n == 1 for s, e, n in zip(t.stride(), strides, t.shape))
