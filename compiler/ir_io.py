@@ -19,6 +19,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError as XdslParseError
 
+from tessera.dialects.tsr.shapes import check_tensor_layout
+
 from .context import make_context
 from .errors import Location, ParseError, VerificationError
 
@@ -84,6 +86,10 @@ def iter_verification_errors(module: ModuleOp) -> Iterator[VerificationError]:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.args:
+                        check_tensor_layout(arg.type, f"block argument #{arg.index}")
         except (DiagnosticException, ValueError) as e:
             yield VerificationError(f"'{op.name}' op {_first_line(e)}", op_location(op))
 
