@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         i_ms = _median_ms(inductor_fn, *args)
         print("\nsteady state, median of 5 (ms):")
         print(f"  eager {e_ms:.2f}   inductor {i_ms:.2f}   tessera {t_ms:.2f} (reference interpreter)")
-        print(f"  tessera/eager {t_ms / e_ms:.2f}x   tessera/inductor {t_ms / i_ms:.2f}x")
+        print(f"  time ratios (lower is faster): tessera/eager {t_ms / e_ms:.2f}   tessera/inductor {t_ms / i_ms:.2f}")
     print("\nOK: tessera matches eager" if ok else "\nMISMATCH: tessera differs from eager")
     return 0 if ok else 1
 

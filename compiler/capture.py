@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.fx
+from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 
 from .decompositions import decomposition_table, keeping_ops_whole
@@ -47,7 +48,7 @@ def capture(fn: Callable, args: Sequence, training: bool = False) -> CapturedGra
     def keep(into: list):
         def compiler(gm: torch.fx.GraphModule, example_inputs):
             into.append(gm)
-            return gm
+            return make_boxed_func(gm.forward)  # AOTAutograd warns about an unboxed one
 
         return compiler
 

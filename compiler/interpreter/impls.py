@@ -114,7 +114,8 @@ def _constant(op, env):
             vals = [bool(x) for x in vals]
         data = torch.tensor(vals, dtype=dtype, device=env.device)
         shape = t.get_shape()
-        return data.expand(shape) if v.is_splat() else data.reshape(shape)
+        # get_values() lists every element, even of a splat; one element broadcasts.
+        return data.reshape(()).expand(shape) if data.numel() == 1 else data.reshape(shape)
     return scalar_value(v)
 
 

@@ -1,0 +1,197 @@
+"""``torch.compile(model, backend="tessera")``: forward and backward match
+eager, layouts of outputs match eager's, and what tessera cannot compile still
+runs (as ATen) with the right answer."""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import pytest
+import torch
+from torch._dynamo.exc import BackendCompilerFailed
+
+from tessera.compiler.backend import BackendOptions, tessera_backend
+
+from conftest import EXAMPLE_NAMES, assert_close, assert_same_strides, example, load_example_module
+
+CASES = [(n, "example") for n in EXAMPLE_NAMES] + [
+    ("resnet_block", "example_channels_last"),
+    ("int8_linear", "example_signed"),
+]
+CASE_IDS = [n if v == "example" else f"{n}-{v.removeprefix('example_')}" for n, v in CASES]
+
+
+def test_backend_is_registered():
+    assert "tessera" in torch._dynamo.list_backends()
+
+
+@pytest.mark.parametrize(("name", "variant"), CASES, ids=CASE_IDS)
+def test_forward_matches_eager(name, variant, caplog):
+    model, args = example(name, variant)
+    with torch.no_grad():
+        eager = model(*args)
+        compiled = torch.compile(model, backend="tessera")
+        with caplog.at_level(logging.INFO, logger="tessera"):
+            out = compiled(*args)
+            again = compiled(*args)  # the cached program, a second time
+    assert not [r for r in caplog.records if "runs as ATen" in r.getMessage()], caplog.text
+    assert_close(out, eager, f"{name}: compiled vs eager")
+    assert_close(again, eager, f"{name}: second call vs eager")
+    assert_same_strides(out, eager, f"{name}: compiled vs eager")
+
+
+@pytest.mark.parametrize("name", ["resnet_block", "video_vae_block"])
+def test_backward_matches_eager(name, caplog):
+    model, (x,) = example(name)
+    ref = copy.deepcopy(model)
+    x_eager = x.clone().requires_grad_(True)
+    x_comp = x.clone().requires_grad_(True)
+    grad_out_seed = torch.Generator().manual_seed(7)
+
+    eager = ref(x_eager)
+    g = torch.randn(eager.shape, generator=grad_out_seed)
+    eager.backward(g)
+
+    with caplog.at_level(logging.INFO, logger="tessera"):
+        out = torch.compile(model, backend="tessera")(x_comp)
+        out.backward(g)
+    assert not [r for r in caplog.records if "runs as ATen" in r.getMessage()], caplog.text
+
+    assert_close(out.detach(), eager.detach(), f"{name}: forward")
+    assert x_comp.grad is not None
+    assert_close(x_comp.grad, x_eager.grad, f"{name}: input grad")
+    params = dict(model.named_parameters())
+    for pname, p_ref in ref.named_parameters():
+        assert params[pname].grad is not None, f"{name}: no grad for {pname}"
+        assert_close(params[pname].grad, p_ref.grad, f"{name}: grad of {pname}")
+
+
+def test_backward_train_mode_batchnorm():
+    """Batch statistics and running-stat updates in train mode, through tessera."""
+    model, (x,) = example("resnet_block")
+    model.train()
+    ref = copy.deepcopy(model)
+    x_eager = x.clone().requires_grad_(True)
+    x_comp = x.clone().requires_grad_(True)
+    eager = ref(x_eager)
+    eager.square().sum().backward()
+    out = torch.compile(model, backend="tessera")(x_comp)
+    out.square().sum().backward()
+    assert_close(out.detach(), eager.detach(), "train forward")
+    assert_close(x_comp.grad, x_eager.grad, "train input grad")
+    for (pname, p), p_ref in zip(model.named_parameters(), ref.parameters()):
+        assert_close(p.grad, p_ref.grad, f"train grad of {pname}")
+    for (bname, b), b_ref in zip(model.named_buffers(), ref.buffers()):
+        assert_close(b, b_ref, f"buffer {bname}")
+
+
+def test_channels_last_output_keeps_eager_strides(capsys):
+    model, (x,) = example("resnet_block", "example_channels_last")
+    assert x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+    with torch.no_grad():
+        eager = model(x)
+        out = torch.compile(model, backend="tessera", options={"print_ir": True})(x)
+    assert eager.is_contiguous(memory_format=torch.channels_last)
+    assert out.stride() == eager.stride(), (out.stride(), eager.stride())
+    assert_close(out, eager, "channels_last")
+    ir = capsys.readouterr().out
+    assert "// tessera: forward graph" in ir
+    assert "tsr.conv" in ir and "#tsr.layout<nhwc>" in ir
+
+
+def test_channels_last_3d_video_block(capsys):
+    """A channels-last-3d input and weights are ``ndhwc`` in the IR; the output
+    has eager's strides (whatever layout eager's kernels pick for it)."""
+    model, (x,) = example("video_vae_block")
+    model = model.to(memory_format=torch.channels_last_3d)
+    x = x.to(memory_format=torch.channels_last_3d)
+    with torch.no_grad():
+        eager = model(x)
+        out = torch.compile(model, backend="tessera", options={"print_ir": True})(x)
+    assert_close(out, eager, "channels_last_3d")
+    assert out.stride() == eager.stride(), (out.stride(), eager.stride())
+    ir = capsys.readouterr().out
+    assert "tensor<1x32x4x16x16xf32, #tsr.layout<ndhwc>>" in ir
+    assert "tensor<32x32x3x3x3xf32, #tsr.layout<ndhwc>>" in ir
+
+
+def test_upsample_all_dims_video_block():
+    model = load_example_module("video_vae_block").make_block(upsample_time=True)
+    x = torch.randn(1, 32, 2, 8, 8)
+    with torch.no_grad():
+        eager = model(x)
+        out = torch.compile(model, backend="tessera")(x)
+    assert out.shape == (1, 32, 4, 16, 16)
+    assert_close(out, eager, "upsample 2x2x2")
+
+
+def test_op_without_converter_runs_as_aten_call(caplog):
+    """``cumsum`` has no tsr op: it stays a tsr.aten_call inside the compiled graph."""
+
+    def f(x):
+        return torch.cumsum(torch.sigmoid(x), dim=1) * 2.0
+
+    x = torch.randn(4, 8)
+    with caplog.at_level(logging.INFO, logger="tessera"):
+        out = torch.compile(f, backend="tessera")(x)
+    assert_close(out, f(x), "cumsum")
+    assert "keeps ATen calls: aten.cumsum.default x1" in caplog.text, caplog.text
+    assert "runs as ATen" not in caplog.text
+
+
+def test_graph_tessera_cannot_import_runs_as_aten(caplog):
+    """A complex-valued graph cannot be imported at all (no complex dtype in
+    tsr): the whole graph runs as captured, with a warning, and gives eager's answer."""
+
+    def f(x):
+        spectrum = torch.fft.fft(x.to(torch.complex64))
+        return torch.view_as_real(spectrum).sum(-1) + torch.relu(x)
+
+    x = torch.randn(4, 8)
+    with caplog.at_level(logging.WARNING, logger="tessera"):
+        out = torch.compile(f, backend="tessera")(x)
+    assert_close(out, f(x), "fft graph")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("forward graph runs as ATen" in m and "complex64" in m for m in warnings), warnings
+
+
+def test_fallback_graph_backward_still_correct():
+    """An unimportable forward graph still differentiates correctly."""
+
+    def f(x):
+        return torch.view_as_real(torch.fft.fft(x.to(torch.complex64))).square().sum()
+
+    x1 = torch.randn(8, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_(True)
+    f(x1).backward()
+    torch.compile(f, backend="tessera")(x2).backward()
+    assert_close(x2.grad, x1.grad, "fft grad")
+
+
+def test_unknown_target_is_a_clear_value_error():
+    with pytest.raises(ValueError, match=r"unknown target 'nope', expected one of \['metal', 'ptx', 'x86'\]"):
+        BackendOptions.from_dict({"target": "nope"})
+    with pytest.raises(ValueError, match=r"unknown options \['colour'\]"):
+        BackendOptions.from_dict({"colour": "blue"})
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    with pytest.raises(ValueError, match="unknown target 'nope'"):
+        tessera_backend(gm, [torch.randn(2)], options={"target": "nope"})
+
+
+def test_unknown_target_through_torch_compile():
+    """Through torch.compile the options reach the backend at the first call;
+    Dynamo wraps the ValueError, whose message still reaches the user."""
+    compiled = torch.compile(torch.sin, backend="tessera", options={"target": "nope"})
+    with pytest.raises(BackendCompilerFailed) as info:
+        compiled(torch.randn(3))
+    assert isinstance(info.value.inner_exception, ValueError)
+    assert "ValueError: tessera: unknown target 'nope'" in str(info.value)
+
+
+@pytest.mark.parametrize("target", ["x86", "ptx", "metal"])
+def test_every_target_compiles(target):
+    model, args = example("mlp")
+    with torch.no_grad():
+        out = torch.compile(model, backend="tessera", options={"target": target})(*args)
+        assert_close(out, model(*args), f"target {target}")
