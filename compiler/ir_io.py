@@ -24,15 +24,23 @@ from tessera.dialects.tsr.shapes import check_tensor_layout
 from .context import make_context
 from .errors import Location, ParseError, VerificationError
 
-SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
+SPLIT_MARKER = re.compile(r"^// -----[^\S\n]*$", re.MULTILINE)  # not \s*: it would eat the blank line after
 
 
 class _LocatingParser(Parser):
     """An xDSL parser that stamps each op with the location of its text."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Where each op being parsed starts, innermost last. An op whose parse
+        # raises stays on the stack: a constraint failure reports its location.
+        self.op_starts: list = []
+
     def parse_operation(self) -> Operation:
         loc = self._current_token.span.get_location()
+        self.op_starts.append(loc)
         op = super().parse_operation()
+        self.op_starts.pop()
         if not isinstance(op.location, FileLineColLoc):
             op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
         return op
@@ -69,8 +77,9 @@ def parse_module(text: str, filename: str = "<stdin>", first_line: int = 1) -> M
         loc = e.span.get_location()
         raise ParseError(e.msg, Location(loc.file, loc.line, loc.col)) from None
     except (DiagnosticException, ValueError, TypeError, KeyError) as e:
-        # Attribute verifiers run while parsing and raise plain exceptions.
-        loc = parser._current_token.span.get_location()
+        # Attribute verifiers and the op constraints of declarative formats
+        # run while parsing and raise plain exceptions: point at the op.
+        loc = parser.op_starts[-1] if parser.op_starts else parser._current_token.span.get_location()
         raise ParseError(_first_line(e), Location(loc.file, loc.line, loc.col)) from None
 
 

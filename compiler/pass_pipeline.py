@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from xdsl.passes import PassPipeline, PassPipelineCallbackType
 from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from tessera.passes import PASSES, PIPELINES
 
@@ -18,8 +19,9 @@ def build_pipeline(spec: str | Sequence[str], callback: PassPipelineCallbackType
     text = spec if isinstance(spec, str) else ",".join(spec)
     try:
         specs = list(parse_pipeline(text))
-    except Exception as e:  # xDSL raises ArgSpecParseError or ValueError
-        raise UnknownPassError(f"malformed pass pipeline '{text}': {e}") from None
+    except (ArgSpecParseError, ValueError) as e:  # ArgSpecParseError is a BaseException
+        detail = " ".join(str(e).split())
+        raise UnknownPassError(f"malformed pass pipeline '{text}': {detail}") from None
     for s in specs:
         if s.name not in PASSES:
             raise UnknownPassError(

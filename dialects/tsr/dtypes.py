@@ -10,7 +10,9 @@ Signed torch integers map to MLIR's signless integers (as StableHLO does),
 
 from __future__ import annotations
 
-import torch
+import functools
+from typing import TYPE_CHECKING
+
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -30,21 +32,33 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+if TYPE_CHECKING:
+    import torch
+
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 
-_TO_MLIR: dict[torch.dtype, Attribute] = {
-    torch.float32: f32,
-    torch.float16: f16,
-    torch.bfloat16: bf16,
-    torch.float64: f64,
-    torch.int64: i64,
-    torch.int32: i32,
-    torch.int16: i16,
-    torch.int8: i8,
-    torch.uint8: ui8,
-    torch.bool: i1,
+# Element types by torch dtype name; torch itself is imported only when a
+# conversion is asked for, so IR-only tools start without it.
+_BY_NAME: dict[str, Attribute] = {
+    "float32": f32,
+    "float16": f16,
+    "bfloat16": bf16,
+    "float64": f64,
+    "int64": i64,
+    "int32": i32,
+    "int16": i16,
+    "int8": i8,
+    "uint8": ui8,
+    "bool": i1,
 }
-_TO_TORCH = {v: k for k, v in _TO_MLIR.items()}
+
+
+@functools.cache
+def _tables() -> tuple[dict, dict]:
+    import torch
+
+    to_mlir = {getattr(torch, name): t for name, t in _BY_NAME.items()}
+    return to_mlir, {v: k for k, v in to_mlir.items()}
 
 
 class UnsupportedDtype(Exception):
@@ -53,14 +67,14 @@ class UnsupportedDtype(Exception):
 
 def to_mlir(dtype: torch.dtype) -> Attribute:
     try:
-        return _TO_MLIR[dtype]
+        return _tables()[0][dtype]
     except KeyError:
         raise UnsupportedDtype(f"dtype {dtype} is not supported by tsr") from None
 
 
 def to_torch(t: Attribute) -> torch.dtype:
     try:
-        return _TO_TORCH[t]
+        return _tables()[1][t]
     except KeyError:
         raise UnsupportedDtype(f"element type {t} has no torch dtype") from None
 
@@ -77,4 +91,4 @@ def is_bool(t: Attribute) -> bool:
     return t == i1
 
 
-SUPPORTED = tuple(_TO_MLIR.values())
+SUPPORTED = tuple(_BY_NAME.values())

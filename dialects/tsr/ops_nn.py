@@ -51,7 +51,7 @@ class ConvOp(IRDLOperation):
     """Convolution, 1-D to 3-D (rank 3 to 5), with optional bias. The weight is
     ``[C_out, C_in/groups, k...]`` logically, whatever its layout.
 
-        %y = tsr.conv %x, %w, %b {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 1, 1>,
+        %y = tsr.conv %x, %w, %b {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>,
                dilation = array<i64: 1, 1, 1>, groups = 1 : i64}
              : (tensor<1x64x6x34x34xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>, tensor<64xf32>)
             -> tensor<1x64x4x32x32xf32, #tsr.layout<ndhwc>>

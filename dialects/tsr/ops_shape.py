@@ -157,6 +157,8 @@ class SliceOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], "slice")
         shape = shape_of(self.input.type)
+        if not shape:
+            raise VerifyException("cannot slice a rank-0 tensor")
         (dim,) = normalize_dims([self.dim.value.data], len(shape), "slice")
         start, end, step = self.start.value.data, self.end.value.data, self.step.value.data
         if step < 1:
@@ -190,6 +192,8 @@ class ConcatOp(IRDLOperation):
         if not self.inputs:
             raise VerifyException("concat needs at least one operand")
         first = shape_of(self.inputs[0].type)
+        if not first:
+            raise VerifyException("cannot concatenate rank-0 tensors")
         (dim,) = normalize_dims([self.dim.value.data], len(first), "concat")
         total = 0
         for i, v in enumerate(self.inputs):

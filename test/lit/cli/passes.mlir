@@ -1,0 +1,16 @@
+// compilerctl passes: the registered passes with a summary each, and each target's default pipeline.
+// RUN: compilerctl passes | filecheck %s
+// RUN: compilerctl passes --pipeline x86 | filecheck %s --check-prefix=PIPELINE
+// RUN: compilerctl passes --pipeline ptx | filecheck %s --check-prefix=PIPELINE
+// RUN: compilerctl passes --pipeline metal | filecheck %s --check-prefix=PIPELINE
+// RUN: not compilerctl passes --pipeline x87 2>&1 | filecheck %s --check-prefix=BAD
+
+// One line per pass, sorted by name; other passes may sit around these two.
+// CHECK: {{^}}cse {{ *}}``cse``: common subexpression elimination over pure ops.
+// CHECK-NEXT: {{^}}dce {{ *}}``dce``: removes pure ops whose results are unused.
+
+// One line: the pass names, comma-separated, cse before dce.
+// PIPELINE: {{^[a-z,-]*}}cse,{{[a-z,-]*}}dce{{[a-z,-]*$}}
+// PIPELINE-NOT: {{.}}
+
+// BAD: error: argument --pipeline: invalid choice: 'x87'
