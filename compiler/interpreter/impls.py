@@ -173,28 +173,13 @@ def _reduce_args(op) -> tuple[list[int], bool]:
     return list(op.reduced_dims()), bool(op.keepdim.value.data)
 
 
-@impl(tsr.SumOp)
-def _sum(op, env, x):
+_REDUCTIONS = {tsr.SumOp: torch.sum, tsr.MeanOp: torch.mean, tsr.AmaxOp: torch.amax, tsr.AminOp: torch.amin}
+
+
+@impl(*_REDUCTIONS)
+def _reduce(op, env, x):
     dims, keep = _reduce_args(op)
-    return torch.sum(x, dims, keepdim=keep)
-
-
-@impl(tsr.MeanOp)
-def _mean(op, env, x):
-    dims, keep = _reduce_args(op)
-    return torch.mean(x, dims, keepdim=keep)
-
-
-@impl(tsr.AmaxOp)
-def _amax(op, env, x):
-    dims, keep = _reduce_args(op)
-    return torch.amax(x, dims, keepdim=keep)
-
-
-@impl(tsr.AminOp)
-def _amin(op, env, x):
-    dims, keep = _reduce_args(op)
-    return torch.amin(x, dims, keepdim=keep)
+    return _REDUCTIONS[type(op)](x, dims, keepdim=keep)
 
 
 @impl(tsr.VarOp)

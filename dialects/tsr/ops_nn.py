@@ -180,6 +180,18 @@ class VarOp(_Reduction):
     correction = prop_def(FloatAttr)
 
 
+def _matmul_shape(op: IRDLOperation, lhs, rhs, batched: bool = False) -> list[int]:
+    """Check a (batched) matrix product's operand ranks and sizes; its result shape."""
+    rank = 3 if batched else 2
+    expect_rank(lhs.type, (rank,), "lhs")
+    expect_rank(rhs.type, (rank,), "rhs")
+    a, b = shape_of(lhs.type), shape_of(rhs.type)
+    if a[-1] != b[-2] or a[:-2] != b[:-2]:
+        what = "batch or contraction" if batched else "contraction"
+        raise VerifyException(f"{what} sizes differ: {list(a)} x {list(b)}")
+    return [*a[:-1], b[-1]]
+
+
 def _check_float_or_same(op: IRDLOperation, a, b, r) -> None:
     expect_same_elem(a.type, b.type, op.name)
     expect_same_elem(a.type, r.type, op.name)
@@ -201,12 +213,7 @@ class MatmulOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_values_layouts([self.lhs, self.rhs, self.result], self.name)
-        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
-        expect_rank(self.lhs.type, (2,), "lhs")
-        expect_rank(self.rhs.type, (2,), "rhs")
-        if a[1] != b[0]:
-            raise VerifyException(f"contraction sizes differ: {list(a)} x {list(b)}")
-        expect_shape(shape_of(self.result.type), [a[0], b[1]], "result")
+        expect_shape(shape_of(self.result.type), _matmul_shape(self, self.lhs, self.rhs), "result")
         _check_float_or_same(self, self.lhs, self.rhs, self.result)
 
 
@@ -226,12 +233,7 @@ class BmmOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_values_layouts([self.lhs, self.rhs, self.result], self.name)
-        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
-        expect_rank(self.lhs.type, (3,), "lhs")
-        expect_rank(self.rhs.type, (3,), "rhs")
-        if a[0] != b[0] or a[2] != b[1]:
-            raise VerifyException(f"batch or contraction sizes differ: {list(a)} x {list(b)}")
-        expect_shape(shape_of(self.result.type), [a[0], a[1], b[2]], "result")
+        expect_shape(shape_of(self.result.type), _matmul_shape(self, self.lhs, self.rhs, batched=True), "result")
         _check_float_or_same(self, self.lhs, self.rhs, self.result)
 
 
@@ -252,12 +254,7 @@ class AddmmOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_values_layouts(list(self.operands) + [self.result], self.name)
-        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
-        expect_rank(self.lhs.type, (2,), "lhs")
-        expect_rank(self.rhs.type, (2,), "rhs")
-        if a[1] != b[0]:
-            raise VerifyException(f"contraction sizes differ: {list(a)} x {list(b)}")
-        out = (a[0], b[1])
+        out = tuple(_matmul_shape(self, self.lhs, self.rhs))
         if broadcast_shapes(shape_of(self.bias.type), out) != out:
             raise VerifyException(f"bias of shape {list(shape_of(self.bias.type))} does not broadcast to {list(out)}")
         expect_shape(shape_of(self.result.type), out, "result")
@@ -281,18 +278,14 @@ class IntMmOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_values_layouts([self.lhs, self.rhs, self.result], self.name)
-        a, b = shape_of(self.lhs.type), shape_of(self.rhs.type)
-        expect_rank(self.lhs.type, (2,), "lhs")
-        expect_rank(self.rhs.type, (2,), "rhs")
-        if a[1] != b[0]:
-            raise VerifyException(f"contraction sizes differ: {list(a)} x {list(b)}")
+        out = _matmul_shape(self, self.lhs, self.rhs)
         if elem_of(self.lhs.type) not in (i8, dtypes.ui8) or elem_of(self.rhs.type) != i8:
             raise VerifyException(
                 f"int_mm takes i8 or ui8 x i8, got {elem_of(self.lhs.type)} x {elem_of(self.rhs.type)}"
             )
         if elem_of(self.result.type) != i32:
             raise VerifyException(f"int_mm gives i32, got {elem_of(self.result.type)}")
-        expect_shape(shape_of(self.result.type), [a[0], b[1]], "result")
+        expect_shape(shape_of(self.result.type), out, "result")
 
 
 @irdl_op_definition
