@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from xdsl.passes import ModulePass
 
+from .cancel_relayouts import CancelRelayouts
+from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
 
-PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (Cse, Dce)}
+PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (Cse, Dce, CastConstants, CancelRelayouts)}
 
 # The graph-level pipeline of each target, run between the `graph` and
 # `graph-opt` stages. The layout passes join these in the next milestone.
