@@ -17,9 +17,12 @@ from .dce import Dce
 PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (Cse, Dce, CastConstants, CancelRelayouts)}
 
 # The graph-level pipeline of each target, run between the `graph` and
-# `graph-opt` stages. The layout passes join these in the next milestone.
+# `graph-opt` stages. x86 and CUDA compute bf16/f16 in f32 (as ATen's opmath
+# does), Metal in the half type itself. assign-, hoist- and fuse-relayouts
+# join these next.
+_LAYOUT_CLEANUP = ("cancel-relayouts", "cse", "dce")
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "x86": ("cse", "dce"),
-    "ptx": ("cse", "dce"),
-    "metal": ("cse", "dce"),
+    "x86": ("cast-constants{policy=f32-compute}", *_LAYOUT_CLEANUP),
+    "ptx": ("cast-constants{policy=f32-compute}", *_LAYOUT_CLEANUP),
+    "metal": ("cast-constants{policy=native}", *_LAYOUT_CLEANUP),
 }
