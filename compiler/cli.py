@@ -37,7 +37,10 @@ def cmd_opt(args: argparse.Namespace) -> int:
     from .pass_pipeline import build_pipeline, target_pipeline
     from .verify_diagnostics import check, expectations
 
-    spec = args.passes if args.passes is not None else ",".join(target_pipeline(args.target)) if args.target else ""
+    if args.passes is not None:
+        spec = args.passes
+    else:
+        spec = ",".join(target_pipeline(args.target)) if args.target else ""
     build_pipeline(spec)  # an unknown pass is an error before any input is read
     text, filename = _read_input(args.input)
     out: list[str] = []
@@ -118,13 +121,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_dump(args: argparse.Namespace) -> int:
     from .stages import IMPLEMENTED, run_stages
 
-    upto = args.stage
+    upto = args.stage or list(IMPLEMENTED)[-1]
     outdir = Path(args.output) if args.output else None
     if outdir:
         outdir.mkdir(parents=True, exist_ok=True)
     for name, gm in _capture_model(args.model, args.training):
-        outputs = run_stages(gm, args.target, upto)
-        shown = outputs if args.all_stages else {upto or list(IMPLEMENTED)[-1]: outputs[upto or list(IMPLEMENTED)[-1]]}
+        outputs = run_stages(gm, args.target, None if args.all_stages else upto)
+        shown = outputs if args.all_stages else {upto: outputs[upto]}
         for stage, so in shown.items():
             if outdir:
                 (outdir / f"{name}.{stage}.{so.suffix}").write_text(so.text)

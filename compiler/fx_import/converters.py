@@ -196,13 +196,15 @@ def _to_copy(imp, node, x, **kw):
     return _retyped(imp, node, x)
 
 
-@converts(prims.convert_element_type.default, aten.clone.default)
-def _convert(imp, node, x, *_, **__):
-    return _retyped(imp, node, x)
-
-
-@converts(aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default)
-def _identity(imp, node, x):
+@converts(
+    prims.convert_element_type.default,
+    aten.clone.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.lift_fresh_copy.default,
+)
+def _copy(imp, node, x, *_, **__):
+    """Copies and aliases: the value itself, converted/relayouted where the node's type differs."""
     return _retyped(imp, node, x)
 
 

@@ -207,7 +207,9 @@ class FxImporter:
         data = t.detach().cpu().contiguous().flatten()
         if data.dtype in (torch.float16, torch.bfloat16):
             data = data.float()
-        attr = DenseIntOrFPElementsAttr.from_list(ttype, data.tolist() or [0])
+        if data.numel() == 0:
+            raise ImportFailure(f"constant {node.target} has no elements")
+        attr = DenseIntOrFPElementsAttr.from_list(ttype, data.tolist())
         return self.emit(ConstantOp(attr), node.name).results[0]
 
 

@@ -34,10 +34,12 @@ def parse(text: str) -> ModuleOp:
     return module
 
 
-def tensor_type(shape: Sequence[int], elem: str = "f32", layout: Sequence[int] | None = None) -> str:
-    """``tensor<2x3xf32, #tsr.layout<[1, 0]>>``; the identity layout by default."""
-    perm = list(range(len(shape))) if layout is None else list(layout)
-    return f"tensor<{''.join(f'{s}x' for s in shape)}{elem}, #tsr.layout<[{', '.join(map(str, perm))}]>>"
+def tensor_type(shape: Sequence[int], elem: str = "f32", layout: Sequence[int] | str | None = None) -> str:
+    """``tensor<2x3xf32, #tsr.layout<[1, 0]>>``; the identity layout by default,
+    a named one (``"nhwc"``) when ``layout`` is a string."""
+    perm = list(range(len(shape))) if layout is None else layout
+    enc = perm if isinstance(perm, str) else "[" + ", ".join(map(str, perm)) + "]"
+    return f"tensor<{''.join(f'{s}x' for s in shape)}{elem}, #tsr.layout<{enc}>>"
 
 
 def random_inputs(module: ModuleOp, seed: int = 0, function: str = "forward") -> list[torch.Tensor]:

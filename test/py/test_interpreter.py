@@ -16,17 +16,10 @@ from tessera.compiler.ir_io import parse_module, verify_module
 from tessera.dialects.tsr.layout import NAMED_LAYOUTS, strides_for
 
 from conftest import assert_close
+from pass_testing import tensor_type as ty
 
 aten = torch.ops.aten
 
-
-def ty(shape: Sequence[int], elem: str = "f32", layout: Sequence[int] | str | None = None) -> str:
-    """``tensor<2x3xf32, #tsr.layout<[1, 0]>>``; the identity layout by default."""
-    if layout is None:
-        layout = list(range(len(shape)))
-    enc = layout if isinstance(layout, str) else "[" + ", ".join(map(str, layout)) + "]"
-    dims = "".join(f"{s}x" for s in shape)
-    return f"tensor<{dims}{elem}, #tsr.layout<{enc}>>"
 
 
 def module(args: Sequence[tuple[str, str]], body: str, results: Sequence[tuple[str, str]]):
