@@ -9,20 +9,41 @@ from __future__ import annotations
 
 from xdsl.passes import ModulePass
 
+from .assign_layouts import AssignLayouts
 from .cancel_relayouts import CancelRelayouts
 from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
+from .fuse_relayouts import FuseRelayouts
+from .hoist_relayouts import HoistRelayouts
 
-PASSES: dict[str, type[ModulePass]] = {p.name: p for p in (Cse, Dce, CastConstants, CancelRelayouts)}
+PASSES: dict[str, type[ModulePass]] = {
+    p.name: p for p in (Cse, Dce, CastConstants, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts)
+}
+
+
+def _graph_pipeline(target: str, constant_policy: str) -> tuple[str, ...]:
+    """Typed constants; each conv's layout from the target's cost model; the
+    relayouts that makes hoisted toward producers and inputs (cse merges the
+    copies that meet), cancelled in pairs, and fused into the kernels that
+    write or read the data; then dead code goes."""
+    return (
+        f"cast-constants{{policy={constant_policy}}}",
+        f"assign-layouts{{target={target}}}",
+        "hoist-relayouts",
+        "cse",
+        "cancel-relayouts",
+        "fuse-relayouts",
+        "cse",
+        "dce",
+    )
+
 
 # The graph-level pipeline of each target, run between the `graph` and
 # `graph-opt` stages. x86 and CUDA compute bf16/f16 in f32 (as ATen's opmath
-# does), Metal in the half type itself. assign-, hoist- and fuse-relayouts
-# join these next.
-_LAYOUT_CLEANUP = ("cancel-relayouts", "cse", "dce")
+# does), Metal in the half type itself.
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "x86": ("cast-constants{policy=f32-compute}", *_LAYOUT_CLEANUP),
-    "ptx": ("cast-constants{policy=f32-compute}", *_LAYOUT_CLEANUP),
-    "metal": ("cast-constants{policy=native}", *_LAYOUT_CLEANUP),
+    "x86": _graph_pipeline("x86", "f32-compute"),
+    "ptx": _graph_pipeline("ptx", "f32-compute"),
+    "metal": _graph_pipeline("metal", "native"),
 }

@@ -1,0 +1,112 @@
+"""The layout cost model of convolutions: contiguous or channels-last, per target,
+dtype and shape class. ``assign-layouts`` asks it once per ``tsr.conv``.
+
+The rule is a list of (shape class, layout, measured speedup of channels-last)
+tried in order; the first class that matches decides. A class goes
+channels-last when the library's channels-last kernel was measured at least
+``MIN_GAIN`` faster: below that, the relayouts an isolated conv needs at its
+boundaries cost more than the conv gains.
+
+x86 (oneDNN through ``aten.mkldnn_convolution``; ``bench/conv_layouts.py``, 2
+threads, the machine of ``BENCHMARKS.md``; channels-last speedup over the
+contiguous oneDNN call)::
+
+    bf16 / f16, every conv2d and conv3d .......... 1.5x - 16x   channels-last
+    f32 conv3d (3x3x3, 1x1x1, depthwise, C_in=3)   1.12x - 3.9x channels-last
+    f32 conv2d grouped, <= 16 channels per group . 0.98x - 1.04x contiguous
+    f32 conv2d 3x3, >= 128 input channels ........ 1.04x        contiguous
+    f32 conv2d otherwise (3x3 < 128 ch, 1x1,
+        strided, first layers, depthwise) ........ 1.29x - 1.97x channels-last
+
+CUDA (cuDNN): tensor-core convolutions read NHWC/NDHWC natively for f16/bf16
+(cuDNN's documented preference); f32 stays contiguous. Not measured here (no
+GPU on this machine): the table is NVIDIA's guidance until a GPU run replaces it.
+
+Metal (MPS): conv3d channels-last, conv2d contiguous, as MPSGraph's native
+layouts; not measured here (no Apple GPU).
+
+    >>> prefers_channels_last("x86", ConvShape(spatial=3, dtype="f32", in_channels=32,
+    ...     out_channels=32, groups=1, kernel=(3, 3, 3), stride=(1, 1, 1)))
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MIN_GAIN = 1.10
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """What the model looks at: the conv's class, not its exact sizes."""
+
+    spatial: int  # 1, 2 or 3
+    dtype: str  # "f32", "bf16", "f16", ...
+    in_channels: int
+    out_channels: int
+    groups: int
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.groups == self.in_channels
+
+    @property
+    def channels_per_group(self) -> int:
+        return self.in_channels // self.groups
+
+    @property
+    def half(self) -> bool:
+        return self.dtype in ("bf16", "f16")
+
+
+@dataclass(frozen=True)
+class Rule:
+    what: str
+    applies: Callable[[ConvShape], bool]
+    speedup: float  # measured channels-last / contiguous (or the vendor's guidance)
+
+    @property
+    def channels_last(self) -> bool:
+        return self.speedup >= MIN_GAIN
+
+
+def _any(c: ConvShape) -> bool:
+    return True
+
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "x86": (
+        Rule("conv1d", lambda c: c.spatial == 1, 1.0),
+        Rule("bf16/f16 conv", lambda c: c.half, 1.5),
+        Rule("f32 conv3d", lambda c: c.spatial == 3, 1.12),
+        Rule("f32 grouped conv2d, <= 16 channels per group",
+             lambda c: c.groups > 1 and not c.depthwise and c.channels_per_group <= 16, 1.0),
+        Rule("f32 dense 3x3 conv2d, >= 128 input channels",
+             lambda c: c.groups == 1 and max(c.kernel) > 1 and max(c.stride) == 1 and c.in_channels >= 128, 1.04),
+        Rule("f32 conv2d", _any, 1.29),
+    ),
+    "ptx": (
+        Rule("conv1d", lambda c: c.spatial == 1, 1.0),
+        Rule("f16/bf16 conv (tensor cores read NHWC)", lambda c: c.half, 1.5),
+        Rule("f32 conv", _any, 1.0),
+    ),
+    "metal": (
+        Rule("conv3d", lambda c: c.spatial == 3, 1.5),
+        Rule("conv1d/conv2d", _any, 1.0),
+    ),
+}
+
+
+def rule_for(target: str, conv: ConvShape) -> Rule:
+    for rule in RULES[target]:
+        if rule.applies(conv):
+            return rule
+    raise LookupError(f"no layout rule of target {target} matches {conv}")  # every table ends in a catch-all
+
+
+def prefers_channels_last(target: str, conv: ConvShape) -> bool:
+    return rule_for(target, conv).channels_last

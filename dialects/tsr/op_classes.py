@@ -1,0 +1,42 @@
+"""Which ``tsr`` ops tessera's own kernels compute and which are library calls.
+
+A *kernel op* reads its operands by logical index and may write its result in
+any layout: the kernel that computes it takes the strides from the types, so
+the layout passes may change its result layout freely (``fuse-relayouts``)
+and let it read any operand layout. A *library op* (a convolution or GEMM
+through oneDNN/cuDNN, an ATen fallback) gets and gives the layouts its types
+name, and the library decides what it can take: relayouts before and after it
+are real work.
+
+    %y = tsr.silu %x : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>  // kernel op
+    %c = tsr.conv %y, %w : (...) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>                                  // library op
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from .ops_core import AtenCallOp, ConvertOp, RelayoutOp
+from .ops_elementwise import ELEMENTWISE_OPS
+from .ops_nn import REDUCTION_OPS, AddmmOp, BmmOp, ConvOp, IntMmOp, MatmulOp, UpsampleOp
+from .ops_shape import ConcatOp, ExpandOp, PadOp, PermuteOp, ReshapeOp, SliceOp
+
+KERNEL_OPS: tuple[type[Operation], ...] = (
+    *ELEMENTWISE_OPS,
+    ConvertOp,
+    RelayoutOp,
+    PadOp,
+    PermuteOp,
+    ReshapeOp,
+    ExpandOp,
+    SliceOp,
+    ConcatOp,
+    UpsampleOp,
+    *REDUCTION_OPS,
+)
+LIBRARY_OPS: tuple[type[Operation], ...] = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, AtenCallOp)
+
+
+def is_kernel_op(op: Operation) -> bool:
+    """True when tessera computes ``op`` in a kernel of its own (any layouts)."""
+    return isinstance(op, KERNEL_OPS)

@@ -1,0 +1,92 @@
+// assign-layouts: each conv's layout from the target's cost model
+// (compiler/conv_layout_model.py), made explicit with relayouts.
+// RUN: compilerctl opt %s -p "assign-layouts{target=x86}" | filecheck %s
+// RUN: compilerctl opt %s -p "assign-layouts{target=metal}" | filecheck %s --check-prefix=METAL
+// RUN: compilerctl opt %s -p "assign-layouts{target=x86 boundary=free}" | filecheck %s --check-prefix=FREE
+// RUN: compilerctl opt %s -p "assign-layouts{target=x86},assign-layouts{target=x86}" | filecheck %s
+// RUN: not compilerctl opt %s -p "assign-layouts{target=tpu}" 2>&1 | filecheck %s --check-prefix=BAD
+
+// BAD: bad pass options in 'assign-layouts{target=tpu}': target must be one of x86, ptx, metal, got 'tpu'
+
+// conv3d f32 on x86 runs channels-last: input and weight relayouted to ndhwc,
+// the result relayouted back for the users that want ncdhw.
+// CHECK-LABEL: func.func @conv3d_f32(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<1x8x6x18x18xf32, #tsr.layout<ncdhw>>, %[[W:[^:]+]]: tensor<8x8x3x3x3xf32, #tsr.layout<ncdhw>>, %[[B:[^:]+]]: tensor<8xf32>)
+// CHECK-NEXT: %[[XR:[^ ]+]] = tsr.relayout %[[X]] : ({{.*}}) -> tensor<1x8x6x18x18xf32, #tsr.layout<ndhwc>>
+// CHECK-NEXT: %[[WR:[^ ]+]] = tsr.relayout %[[W]] : ({{.*}}) -> tensor<8x8x3x3x3xf32, #tsr.layout<ndhwc>>
+// CHECK-NEXT: %[[Y:[^ ]+]] = tsr.conv %[[XR]], %[[WR]], %[[B]] {{.*}} -> tensor<1x8x4x16x16xf32, #tsr.layout<ndhwc>>
+// CHECK-NEXT: %[[YB:[^ ]+]] = tsr.relayout %[[Y]] : (tensor<1x8x4x16x16xf32, #tsr.layout<ndhwc>>) -> tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>>
+// CHECK-NEXT: tsr.silu %[[YB]] : (tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>>)
+// METAL-LABEL: func.func @conv3d_f32(
+// METAL: tsr.conv {{.*}} -> tensor<1x8x4x16x16xf32, #tsr.layout<ndhwc>>
+// FREE-LABEL: func.func @conv3d_f32(
+// FREE: tsr.relayout
+// FREE: tsr.conv {{.*}} -> tensor<1x8x4x16x16xf32, #tsr.layout<ndhwc>>
+// FREE-NEXT: %[[YB:[^ ]+]] = tsr.relayout
+// FREE-NEXT: tsr.silu %[[YB]]
+func.func @conv3d_f32(%x: tensor<1x8x6x18x18xf32, #tsr.layout<ncdhw>>, %w: tensor<8x8x3x3x3xf32, #tsr.layout<ncdhw>>, %b: tensor<8xf32>) -> tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>> {
+  %y = tsr.conv %x, %w, %b {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x8x6x18x18xf32, #tsr.layout<ncdhw>>, tensor<8x8x3x3x3xf32, #tsr.layout<ncdhw>>, tensor<8xf32>) -> tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>>
+  %s = tsr.silu %y : (tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>>) -> tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>>
+  func.return %s : tensor<1x8x4x16x16xf32, #tsr.layout<ncdhw>>
+}
+
+// A conv the graph returns: eager's strides stay (a relayout back before the
+// return), unless boundary=free, where the function returns ndhwc.
+// CHECK-LABEL: func.func @returned_conv(
+// CHECK: %[[Y:[^ ]+]] = tsr.conv {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+// CHECK-NEXT: %[[YB:[^ ]+]] = tsr.relayout %[[Y]] : {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
+// CHECK-NEXT: func.return %[[YB]] : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
+// FREE-LABEL: func.func @returned_conv(
+// FREE-SAME: -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+// FREE: %[[Y:[^ ]+]] = tsr.conv {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+// FREE-NEXT: func.return %[[Y]] : tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+func.func @returned_conv(%x: tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, %w: tensor<4x4x1x1x1xf32, #tsr.layout<ncdhw>>) -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, tensor<4x4x1x1x1xf32, #tsr.layout<ncdhw>>) -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
+  func.return %y : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
+}
+
+// f32 dense 3x3 conv2d with 128 input channels: oneDNN's channels-last kernel
+// gains 1.04x here, less than the relayouts cost; it stays contiguous, and
+// the pass does nothing. On Metal, conv2d stays contiguous too.
+// CHECK-LABEL: func.func @conv2d_f32_wide(
+// CHECK-NOT: tsr.relayout
+// CHECK: tsr.conv {{.*}} -> tensor<1x128x8x8xf32, #tsr.layout<nchw>>
+// CHECK-NOT: tsr.relayout
+// CHECK: func.return
+// METAL-LABEL: func.func @conv2d_f32_wide(
+// METAL-NOT: tsr.relayout
+// METAL: func.return
+func.func @conv2d_f32_wide(%x: tensor<1x128x10x10xf32, #tsr.layout<nchw>>, %w: tensor<128x128x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x128x10x10xf32, #tsr.layout<nchw>>, tensor<128x128x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>>
+  func.return %y : tensor<1x128x8x8xf32, #tsr.layout<nchw>>
+}
+
+// The same conv in bf16 runs channels-last (oneDNN's bf16 kernels: 1.5x).
+// CHECK-LABEL: func.func @conv2d_bf16_wide(
+// CHECK: tsr.relayout {{.*}} -> tensor<1x128x10x10xbf16, #tsr.layout<nhwc>>
+// CHECK: tsr.relayout {{.*}} -> tensor<128x128x3x3xbf16, #tsr.layout<nhwc>>
+// CHECK: tsr.conv {{.*}} -> tensor<1x128x8x8xbf16, #tsr.layout<nhwc>>
+func.func @conv2d_bf16_wide(%x: tensor<1x128x10x10xbf16, #tsr.layout<nchw>>, %w: tensor<128x128x3x3xbf16, #tsr.layout<nchw>>) -> tensor<1x128x8x8xbf16, #tsr.layout<nchw>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x128x10x10xbf16, #tsr.layout<nchw>>, tensor<128x128x3x3xbf16, #tsr.layout<nchw>>) -> tensor<1x128x8x8xbf16, #tsr.layout<nchw>>
+  func.return %y : tensor<1x128x8x8xbf16, #tsr.layout<nchw>>
+}
+
+// A grouped f32 conv2d with 4 channels per group stays contiguous; an input
+// that arrives channels-last is relayouted to the layout the conv runs in.
+// CHECK-LABEL: func.func @grouped_from_nhwc(
+// CHECK-NEXT: tsr.relayout {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: tsr.conv {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: tsr.relayout {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
+func.func @grouped_from_nhwc(%x: tensor<1x32x8x8xf32, #tsr.layout<nhwc>>, %w: tensor<32x4x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x32x8x8xf32, #tsr.layout<nhwc>>, tensor<32x4x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
+}
+
+// conv1d stays as it is (no channels-last kernel measured).
+// CHECK-LABEL: func.func @conv1d(
+// CHECK-NOT: tsr.relayout
+// CHECK: func.return
+func.func @conv1d(%x: tensor<1x8x16xf32, #tsr.layout<ncl>>, %w: tensor<8x8x3xf32, #tsr.layout<ncl>>) -> tensor<1x8x14xf32, #tsr.layout<ncl>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1>, padding = array<i64: 0>, dilation = array<i64: 1>, groups = 1 : i64} : (tensor<1x8x16xf32, #tsr.layout<ncl>>, tensor<8x8x3xf32, #tsr.layout<ncl>>) -> tensor<1x8x14xf32, #tsr.layout<ncl>>
+  func.return %y : tensor<1x8x14xf32, #tsr.layout<ncl>>
+}
