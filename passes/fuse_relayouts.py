@@ -58,9 +58,9 @@ class FoldRelayoutOfConstant(RewritePattern):
         value = DenseIntOrFPElementsAttr(op.result.type, const.value.data)
         folded = tsr.ConstantOp(value)
         folded.result.name_hint = const.result.name_hint
-        rewriter.replace_op(op, folded)
+        rewriter.replace(op, folded)
         if not const.result.uses:
-            rewriter.erase_op(const)
+            rewriter.erase(const)
 
 
 class FuseRelayoutIntoProducer(RewritePattern):
@@ -74,7 +74,7 @@ class FuseRelayoutIntoProducer(RewritePattern):
         name = op.input.name_hint
         new = rewriter.replace_value_with_new_type(op.input, op.result.type)
         new.name_hint = name
-        rewriter.replace_op(op, [], [new])
+        rewriter.replace(op, [], [new])
 
 
 class FuseRelayoutIntoConsumers(RewritePattern):
@@ -85,7 +85,7 @@ class FuseRelayoutIntoConsumers(RewritePattern):
         users = [u.operation for u in op.result.uses]
         if not users or not all(is_kernel_op(u) and not isinstance(u, tsr.RelayoutOp) for u in users):
             return
-        rewriter.replace_op(op, [], [op.input])
+        rewriter.replace(op, [], [op.input])
 
 
 @dataclass(frozen=True)

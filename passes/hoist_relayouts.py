@@ -103,13 +103,13 @@ class HoistRelayoutAboveProducer(RewritePattern):
         for i, v in enumerate(op.operands):
             if _follows_result(v, op) and layout_of(v.type) != dst:
                 r = tsr.RelayoutOp.create(operands=[v], result_types=[with_layout(v.type, dst)])
-                rewriter.insert_op(r)
+                rewriter.insert(r)
                 op.operands[i] = r.results[0]
         name = result.name_hint
         new = rewriter.replace_value_with_new_type(result, target)
         new.name_hint = name
         for u in users:
-            rewriter.replace_op(u, [], [new])
+            rewriter.replace(u, [], [new])
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from tessera.compiler.context import make_context
@@ -25,6 +26,10 @@ from conftest import assert_same_strides, random_tensor
 
 # Relative tolerance of each float dtype (a few ulps); integers and bools compare exactly.
 TOLERANCES = {torch.float64: 1e-9, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1e-2}
+
+
+def function_names(module: ModuleOp) -> list[str]:
+    return [op.sym_name.data for op in module.walk() if isinstance(op, func.FuncOp)]
 
 
 def parse(text: str) -> ModuleOp:
@@ -68,15 +73,16 @@ def apply_pass(module: ModuleOp, spec: str) -> ModuleOp:
 
 
 def assert_same_outputs(before: ModuleOp, after: ModuleOp, atol: float | None = None, rtol: float | None = None,
-                        inputs: Sequence[torch.Tensor] | None = None, seed: int = 0) -> list[torch.Tensor]:
+                        inputs: Sequence[torch.Tensor] | None = None, seed: int = 0,
+                        function: str = "forward") -> list[torch.Tensor]:
     """Both modules give the same outputs on ``inputs`` (random ones from ``seed``
     by default): same dtypes, shapes and layouts; exact integers and bools, and
     floats within ``rtol`` (default: :data:`TOLERANCES`) and ``atol`` (default:
     ``rtol`` times the largest magnitude of the output, at least 1)."""
     if inputs is None:
-        inputs = random_inputs(before, seed)
-    expected = interpret(before, *(x.clone() for x in inputs))
-    got = interpret(after, *(x.clone() for x in inputs))
+        inputs = random_inputs(before, seed, function)
+    expected = interpret(before, *(x.clone() for x in inputs), function=function)
+    got = interpret(after, *(x.clone() for x in inputs), function=function)
     assert len(got) == len(expected), f"{len(got)} outputs, expected {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
         what = f"output #{i}"
@@ -93,11 +99,14 @@ def assert_same_outputs(before: ModuleOp, after: ModuleOp, atol: float | None = 
 
 
 def check_pass(module: ModuleOp, spec: str, seeds: Sequence[int] = (0, 1, 2),
-               atol: float | None = None, rtol: float | None = None) -> ModuleOp:
-    """Run ``spec`` on a clone of ``module``, check the outputs on several random
-    inputs and that a second run changes nothing; the module after the pass."""
+               atol: float | None = None, rtol: float | None = None,
+               functions: Sequence[str] = ("forward",)) -> ModuleOp:
+    """Run ``spec`` on a clone of ``module``, check the outputs of each of
+    ``functions`` on several random inputs and that a second run changes
+    nothing; the module after the pass."""
     after = apply_pass(module, spec)
-    for seed in seeds:
-        assert_same_outputs(module, after, atol, rtol, seed=seed)
+    for fn in functions:
+        for seed in seeds:
+            assert_same_outputs(module, after, atol, rtol, seed=seed, function=fn)
     assert print_module(apply_pass(after, spec)) == print_module(after), f"{spec} is not idempotent"
     return after
