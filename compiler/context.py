@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from xdsl.context import Context
+from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
+from xdsl.dialects.math import Math
+from xdsl.dialects.memref import MemRef
+from xdsl.dialects.scf import Scf
 
 from tessera.dialects.tsr import TSR
 
 
 def make_context() -> Context:
     ctx = Context()
-    for dialect in (Builtin, Func, TSR):
+    # arith/scf/math/memref: the kernel IR (docs/kernel-ir.md)
+    for dialect in (Builtin, Func, TSR, Arith, Scf, Math, MemRef):
         ctx.load_dialect(dialect)
     return ctx

@@ -1,0 +1,147 @@
+"""Inline f32 expansions of transcendental functions.
+
+A libm call in a hot loop blocks vectorization, so ``math.exp/log/tanh/erf/
+powf`` on f32 become branch-free polynomials built from selects, bitcasts and
+``llvm.fmuladd`` (within ~2 ulp of the correctly rounded result):
+
+    exp(x) = 2^n * P(r),  n = round(x / ln 2),  r = x - n ln 2      (Cephes expf)
+    log(x) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2))             (Cephes logf)
+    tanh(x) = x + x^3 Q(x^2) for |x| < 0.625, else sign(x) (1 - 2 / (exp(2|x|) + 1))
+    erf(x) = x + x P(x^2) for |x| < 1, else sign(x) (1 - exp(-x^2) R(1/|x|))
+    powf(x, y) = exp(y log|x|), with the sign and NaN rules of C's powf
+
+The erf and tanh coefficients are minimax fits (Lawson iterations against
+double precision references, rounded to f32). f64 calls libm; f16/bf16 values
+are computed in f32 and rounded once by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llvmlite import ir
+
+from tessera.compiler.codegen.intrinsics import call_intrinsic
+from tessera.compiler.codegen.types import F32, I1, I32
+
+LOG2E = 1.44269504088896341
+LN2_HI, LN2_LO = 0.693359375, -2.12194440e-4
+ROUND_MAGIC = 12582912.0  # 1.5 * 2^23: adding it rounds an f32 below 2^22 to an integer
+EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
+LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+         -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+SQRT_HALF = 0.707106781186547524
+TANH_Q = (-0.005717042833566666, 0.020650586113333702, -0.05374349653720856, 0.13331490755081177, -0.3333328366279602)
+ERF_SMALL = (7.889279368100688e-05, -0.000802089343778789, 0.005189541727304459, -0.02685444802045822,
+             0.11283600330352783, -0.3761262595653534, 0.12837916612625122)  # erf(x)/x - 1 in x^2
+ERFC_LARGE = (-0.018048640340566635, 0.1201343908905983, -0.34960833191871643, 0.5662838816642761,
+              -0.4964948296546936, 0.04602059721946716, 0.5590954422950745, 0.0002011023898376152)
+INF, NAN = float("inf"), float("nan")
+
+
+def f(v: float) -> ir.Constant:
+    return ir.Constant(F32, v)
+
+
+def i(v: int) -> ir.Constant:
+    return ir.Constant(I32, v)
+
+
+def intrinsic(b: ir.IRBuilder, name: str, args: Sequence[ir.Value]) -> ir.Value:
+    return call_intrinsic(b, name, args)
+
+
+def fmuladd(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    return intrinsic(b, "llvm.fmuladd", [x, y, z])
+
+
+def horner(b: ir.IRBuilder, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
+    """``coeffs[0] * x^(n-1) + ... + coeffs[-1]``."""
+    acc: ir.Value = f(coeffs[0])
+    for c in coeffs[1:]:
+        acc = fmuladd(b, acc, x, f(c))
+    return acc
+
+
+def _clamp(b: ir.IRBuilder, x: ir.Value, lo: float, hi: float) -> ir.Value:
+    """``x`` limited to [lo, hi]; NaN stays NaN."""
+    x = b.select(b.fcmp_ordered(">", x, f(hi)), f(hi), x)
+    return b.select(b.fcmp_ordered("<", x, f(lo)), f(lo), x)
+
+
+def _is_nan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return b.fcmp_unordered("uno", x, x)
+
+
+def _pow2(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
+    """2^n for an i32 ``n`` in [-126, 127]."""
+    return b.bitcast(b.shl(b.add(n, i(127)), i(23)), F32)
+
+
+def exp(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    xn = _is_nan(b, x)
+    xc = b.select(xn, f(0.0), _clamp(b, x, -104.0, 89.0))
+    n = b.fsub(fmuladd(b, xc, f(LOG2E), f(ROUND_MAGIC)), f(ROUND_MAGIC))
+    r = fmuladd(b, n, f(-LN2_HI), xc)
+    r = fmuladd(b, n, f(-LN2_LO), r)
+    p = fmuladd(b, horner(b, r, EXP_P), b.fmul(r, r), r)
+    p = b.fadd(p, f(1.0))
+    ni = b.fptosi(n, I32)
+    n1 = b.ashr(ni, i(1))
+    # 2^n as two factors, so that results down to the subnormals and up to inf come out right
+    y = b.fmul(b.fmul(p, _pow2(b, n1)), _pow2(b, b.sub(ni, n1)))
+    return b.select(xn, x, y)
+
+
+def log(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    tiny = b.fcmp_ordered("<", x, f(1.17549435e-38))
+    xs = b.select(tiny, b.fmul(x, f(8388608.0)), x)
+    bits = b.bitcast(xs, I32)
+    e = b.sub(b.and_(b.lshr(bits, i(23)), i(0xFF)), b.select(tiny, i(126 + 23), i(126)))
+    m = b.bitcast(b.or_(b.and_(bits, i(0x007FFFFF)), i(0x3F000000)), F32)
+    below = b.fcmp_ordered("<", m, f(SQRT_HALF))
+    e = b.sub(e, b.zext(below, I32))
+    m = b.fsub(b.select(below, b.fadd(m, m), m), f(1.0))
+    z = b.fmul(m, m)
+    y = b.fmul(b.fmul(horner(b, m, LOG_P), m), z)
+    ef = b.sitofp(e, F32)
+    y = fmuladd(b, ef, f(LN2_LO), y)
+    y = fmuladd(b, z, f(-0.5), y)
+    r = fmuladd(b, ef, f(LN2_HI), b.fadd(m, y))
+    r = b.select(b.fcmp_ordered("==", x, f(INF)), f(INF), r)
+    r = b.select(b.fcmp_ordered("==", x, f(0.0)), f(-INF), r)
+    return b.select(b.fcmp_unordered("<", x, f(0.0)), f(NAN), r)
+
+
+def tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    a = intrinsic(b, "llvm.fabs", [x])
+    z = b.fmul(x, x)
+    small = fmuladd(b, b.fmul(horner(b, z, TANH_Q), z), x, x)
+    e = exp(b, b.fadd(a, a))
+    large = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
+    large = intrinsic(b, "llvm.copysign", [large, x])
+    return b.select(b.fcmp_ordered("<", a, f(0.625)), small, large)
+
+
+def erf(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    a = intrinsic(b, "llvm.fabs", [x])
+    small = fmuladd(b, x, horner(b, b.fmul(x, x), ERF_SMALL), x)
+    ac = _clamp(b, a, 1.0, 4.0)
+    tail = b.fmul(exp(b, b.fneg(b.fmul(ac, ac))), horner(b, b.fdiv(f(1.0), ac), ERFC_LARGE))
+    large = intrinsic(b, "llvm.copysign", [b.fsub(f(1.0), tail), x])
+    return b.select(b.fcmp_ordered("<", a, f(1.0)), small, large)
+
+
+def powf(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    ax = intrinsic(b, "llvm.fabs", [x])
+    r = exp(b, b.fmul(y, log(b, ax)))
+    ay = intrinsic(b, "llvm.fabs", [y])
+    small = b.fcmp_ordered("<", ay, f(16777216.0))
+    yi = b.fptosi(b.select(small, y, f(0.0)), I32)
+    is_int = b.or_(b.fcmp_ordered(">=", ay, f(16777216.0)), b.fcmp_ordered("==", b.sitofp(yi, F32), y))
+    odd = b.and_(small, b.trunc(yi, I1))
+    neg = b.fcmp_ordered("<", x, f(0.0))
+    r = b.select(b.and_(neg, odd), b.fneg(r), r)
+    r = b.select(b.and_(neg, b.not_(is_int)), f(NAN), r)
+    one = b.or_(b.fcmp_ordered("==", y, f(0.0)), b.fcmp_ordered("==", x, f(1.0)))
+    return b.select(one, f(1.0), r)

@@ -1,0 +1,211 @@
+"""Checks a kernel function against the kernel IR contract and reads its
+signature (docs/kernel-ir.md).
+
+    func.func @k(%x: memref<4x8xf32>, %y: memref<4x8xf32>)
+        attributes {tsr.kernel, tsr.outputs = array<i64: 1>} {
+      %c0 = arith.constant 0 : index
+      ...
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) { ... scf.reduce }
+      func.return
+    }
+
+gives grid ``(4,)`` and ``args[1].is_output``. An argument may name a torch
+dtype its element type cannot (``ui8`` stored as ``i8``) with the argument
+attribute ``{tsr.dtype = ui8}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    Signedness,
+    StridedLayoutAttr,
+)
+from xdsl.ir import Attribute, BlockArgument, SSAValue
+
+from tessera.compiler.codegen.errors import CodegenError
+from tessera.runtime.signature import BufferSpec, KernelSignature
+
+KERNEL_ATTR = "tsr.kernel"
+OUTPUTS_ATTR = "tsr.outputs"
+DTYPE_ARG_ATTR = "tsr.dtype"
+
+
+@dataclass(frozen=True)
+class KernelForm:
+    """A checked kernel: its function, signature and top-level parallel loop."""
+
+    func: func.FuncOp
+    signature: KernelSignature
+    parallel: scf.ParallelOp
+    arg_types: tuple[MemRefType, ...]
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+
+def kernel_functions(module: ModuleOp) -> list[func.FuncOp]:
+    """The ``tsr.kernel`` functions of a kernels module, in order."""
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+
+
+def analyze_module(module: ModuleOp) -> list[KernelForm]:
+    forms = [analyze_kernel(f) for f in kernel_functions(module)]
+    if not forms:
+        raise CodegenError("the kernels module holds no function with the 'tsr.kernel' attribute")
+    return forms
+
+
+def kernel_signatures(module: ModuleOp) -> list[KernelSignature]:
+    return [f.signature for f in analyze_module(module)]
+
+
+def analyze_kernel(fn: func.FuncOp) -> KernelForm:
+    name = fn.sym_name.data
+    where = f"kernel @{name}"
+    if fn.function_type.outputs.data:
+        raise CodegenError(f"{where}: a kernel returns no results")
+    if fn.body.blocks.first is None:
+        raise CodegenError(f"{where}: a kernel needs a body")
+    types = tuple(fn.function_type.inputs.data)
+    for i, t in enumerate(types):
+        _check_memref(t, f"{where}: argument #{i}")
+    outputs = _outputs(fn, len(types), where)
+    parallel = _top_level_parallel(fn, where)
+    grid = _grid(parallel, where)
+    _check_stores(fn, outputs, where)
+    args = tuple(
+        BufferSpec(tuple(t.get_shape()), tuple(int(s) for s in t.get_strides()), _dtype_name(fn, i, t, where), i in outputs)
+        for i, t in enumerate(types)
+    )
+    return KernelForm(fn, KernelSignature(name, grid, args), parallel, types)
+
+
+def static_strides(t: MemRefType) -> tuple[int, ...]:
+    return tuple(int(s) for s in t.get_strides())
+
+
+def _check_memref(t: Attribute, where: str) -> None:
+    if not isinstance(t, MemRefType):
+        raise CodegenError(f"{where}: kernel arguments are memrefs, got {t}")
+    if any(d < 0 for d in t.get_shape()):
+        raise CodegenError(f"{where}: memref shapes must be static, got {t}")
+    layout = t.layout
+    if isinstance(layout, StridedLayoutAttr):
+        strides = layout.get_strides()
+        if any(s is None for s in strides) or not isinstance(layout.offset, IntAttr) or layout.offset.data != 0:
+            raise CodegenError(f"{where}: strides must be static with offset 0, got {layout}")
+    elif not isinstance(layout, NoneAttr):
+        raise CodegenError(f"{where}: layout must be strided<[...]> or the identity, got {layout}")
+
+
+def _outputs(fn: func.FuncOp, nargs: int, where: str) -> frozenset[int]:
+    attr = fn.attributes.get(OUTPUTS_ATTR)
+    if not isinstance(attr, DenseArrayBase):
+        raise CodegenError(f"{where}: needs '{OUTPUTS_ATTR} = array<i64: ...>' naming its output arguments")
+    outs = frozenset(int(v) for v in attr.get_values())
+    bad = sorted(o for o in outs if not 0 <= o < nargs)
+    if bad:
+        raise CodegenError(f"{where}: '{OUTPUTS_ATTR}' names arguments {bad}, but the kernel has {nargs}")
+    return outs
+
+
+def _top_level_parallel(fn: func.FuncOp, where: str) -> scf.ParallelOp:
+    ops = list(fn.body.block.ops)
+    parallels = [op for op in ops if isinstance(op, scf.ParallelOp)]
+    if len(parallels) != 1:
+        raise CodegenError(f"{where}: the body needs exactly one top-level scf.parallel, found {len(parallels)}")
+    if not isinstance(ops[-1], func.ReturnOp) or ops[-2] is not parallels[0]:
+        raise CodegenError(f"{where}: the body must end with the scf.parallel and func.return")
+    stray = [op.name for op in ops[:-2] if not op.name.startswith("arith.")]
+    if stray:
+        raise CodegenError(f"{where}: only arith ops may precede the scf.parallel, found {stray[0]}")
+    if parallels[0].initVals:
+        raise CodegenError(f"{where}: the top-level scf.parallel may not reduce (it has init values)")
+    return parallels[0]
+
+
+def constant_index(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _grid(par: scf.ParallelOp, where: str) -> tuple[int, ...]:
+    for what, vals, want in (("lower bounds", par.lowerBound, 0), ("steps", par.step, 1)):
+        if any(constant_index(v) != want for v in vals):
+            raise CodegenError(f"{where}: scf.parallel {what} must be constant {want}")
+    grid = tuple(constant_index(v) for v in par.upperBound)
+    if any(g is None or g < 1 for g in grid):
+        raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be positive constants")
+    return grid  # type: ignore[return-value]
+
+
+def _check_stores(fn: func.FuncOp, outputs: frozenset[int], where: str) -> None:
+    for op in fn.walk():
+        if isinstance(op, memref.StoreOp):
+            target = op.memref
+            if isinstance(target, BlockArgument) and target.owner is fn.body.block and target.index not in outputs:
+                raise CodegenError(f"{where}: stores to argument #{target.index}, which '{OUTPUTS_ATTR}' does not list")
+
+
+_DTYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (Float32Type, "float32"),
+    (Float16Type, "float16"),
+    (BFloat16Type, "bfloat16"),
+    (Float64Type, "float64"),
+)
+_INT_NAMES = {64: "int64", 32: "int32", 16: "int16", 8: "int8", 1: "bool"}
+
+
+def _dtype_name(fn: func.FuncOp, index: int, t: MemRefType, where: str) -> str:
+    elem = t.get_element_type()
+    declared = _arg_attr(fn, index, DTYPE_ARG_ATTR)
+    if declared is not None:
+        if _storage_width(declared) != _storage_width(elem):
+            raise CodegenError(f"{where}: argument #{index}: '{DTYPE_ARG_ATTR} = {declared}' does not fit element type {elem}")
+        elem = declared
+    return element_dtype_name(elem, f"{where}: argument #{index}")
+
+
+def element_dtype_name(elem: Attribute, where: str = "") -> str:
+    for cls, name in _DTYPE_NAMES:
+        if isinstance(elem, cls):
+            return name
+    if isinstance(elem, IntegerType):
+        if elem.signedness.data == Signedness.UNSIGNED:
+            if elem.width.data == 8:
+                return "uint8"
+        elif elem.width.data in _INT_NAMES:
+            return _INT_NAMES[elem.width.data]
+    raise CodegenError(f"{where}: element type {elem} has no torch dtype")
+
+
+def _storage_width(t: Attribute) -> int | None:
+    if isinstance(t, IntegerType):
+        return t.width.data
+    for cls, bits in ((Float32Type, 32), (Float16Type, 16), (BFloat16Type, 16), (Float64Type, 64)):
+        if isinstance(t, cls):
+            return bits
+    return None
+
+
+def _arg_attr(fn: func.FuncOp, index: int, key: str) -> Attribute | None:
+    if fn.arg_attrs is None:
+        return None
+    return fn.arg_attrs.data[index].data.get(key)

@@ -1,0 +1,58 @@
+"""From a kernels module to optimized LLVM IR, assembly and an artifact.
+
+    kernels (builtin.module of tsr.kernel funcs)
+      --emit_module-->  LLVM IR text            (stage ``llvm``)
+      --optimize----->  verified, O3 for the target's TargetMachine
+      --target------->  assembly text / object bytes (stages ``asm``/``obj``)
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+from xdsl.dialects.builtin import ModuleOp
+
+from tessera.compiler.codegen.errors import CodegenError
+from tessera.compiler.codegen.kernel_form import kernel_signatures
+from tessera.compiler.codegen.llvm_emitter import emit_module
+from tessera.compiler.codegen.target import Target, init_llvm
+from tessera.runtime.artifact import Artifact
+
+
+def llvm_ir(kernels: ModuleOp, target: Target) -> str:
+    """Unoptimized LLVM IR text of every kernel."""
+    return str(emit_module(kernels, target))
+
+
+def optimize(ir_text: str, target: Target, level: int = 3) -> llvm.ModuleRef:
+    """Parses and verifies ``ir_text``, then runs LLVM's default ``O<level>``
+    pipeline (loop and SLP vectorizers on) with the target's cost model."""
+    init_llvm()
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+    except RuntimeError as err:
+        raise CodegenError(f"emitted LLVM IR does not verify: {err}") from None
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(target.target_machine, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def optimized_llvm_ir(kernels: ModuleOp, target: Target) -> str:
+    return str(optimize(llvm_ir(kernels, target), target))
+
+
+def assembly(kernels: ModuleOp, target: Target) -> str:
+    return target.emit_assembly(optimize(llvm_ir(kernels, target), target))
+
+
+def build_artifact(kernels: ModuleOp, target: Target) -> Artifact:
+    """The target's artifact (x86: an ELF object) with every kernel's signature."""
+    signatures = tuple(kernel_signatures(kernels))
+    data = target.emit_artifact(optimize(llvm_ir(kernels, target), target))
+    return Artifact(target=target.name, kind=target.artifact_kind, data=data, signatures=signatures,
+                    target_key=target.cache_key())

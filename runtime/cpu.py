@@ -1,0 +1,97 @@
+"""Loading x86 objects into this process and running them on every core.
+
+An object from the x86 emitter is linked in memory by LLVM's MCJIT
+(``ExecutionEngine.add_object_file``; no C compiler, no shared library on
+disk). Each kernel ``void @k(ptr..., i64 lo, i64 hi)`` is called through
+ctypes, which releases the GIL, so a thread pool splits ``[0, prod(grid))``
+into contiguous chunks; small kernels run on the calling thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import llvmlite.binding as llvm
+
+from tessera.runtime.artifact import Artifact
+from tessera.runtime.errors import LoadError
+
+KernelFn = Callable[..., None]
+
+
+@functools.cache
+def _init_llvm() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+@functools.cache
+def host_features() -> frozenset[str]:
+    _init_llvm()
+    return frozenset(f for f, on in llvm.get_host_cpu_features().items() if on)
+
+
+class LoadedObject:
+    """An object file linked into this process; owns the code's memory."""
+
+    def __init__(self, artifact: Artifact):
+        _init_llvm()
+        if artifact.target != "x86" or artifact.kind != "obj":
+            raise LoadError(f"the cpu device loads x86 objects, not {artifact.target}/{artifact.kind}")
+        missing = sorted(set(artifact.required_features) - host_features())
+        if missing:
+            raise LoadError(f"this CPU lacks features the code was built for: {', '.join(missing)}")
+        tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        self._object = llvm.ObjectFileRef.from_data(artifact.data)
+        try:
+            self._engine.add_object_file(self._object)
+            self._engine.finalize_object()
+        except RuntimeError as err:
+            raise LoadError(f"cannot link the x86 object: {err}") from None
+
+    def function(self, name: str, num_buffers: int) -> KernelFn:
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise LoadError(f"the object has no symbol @{name}")
+        proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * num_buffers), ctypes.c_int64, ctypes.c_int64)
+        return proto(address)
+
+
+class ThreadPool:
+    """A process-wide pool of ``n - 1`` workers; the calling thread runs one chunk itself."""
+
+    _lock = threading.Lock()
+    _pools: dict[int, ThreadPoolExecutor] = {}
+
+    @classmethod
+    def get(cls, threads: int) -> ThreadPoolExecutor:
+        with cls._lock:
+            pool = cls._pools.get(threads)
+            if pool is None:
+                pool = cls._pools[threads] = ThreadPoolExecutor(max_workers=max(1, threads - 1), thread_name_prefix="tessera-cpu")
+            return pool
+
+
+def split(total: int, chunks: int) -> list[tuple[int, int]]:
+    """``[0, total)`` as ``chunks`` contiguous, nearly equal, non-empty ranges."""
+    chunks = max(1, min(chunks, total))
+    bounds = [total * i // chunks for i in range(chunks + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(chunks)]
+
+
+def run_chunks(fn: KernelFn, pointers: Sequence[int], total: int, chunks: int, threads: int) -> None:
+    ranges = split(total, chunks)
+    if len(ranges) == 1:
+        fn(*pointers, 0, total)
+        return
+    pool = ThreadPool.get(threads)
+    futures = [pool.submit(fn, *pointers, lo, hi) for lo, hi in ranges[1:]]
+    lo, hi = ranges[0]
+    fn(*pointers, lo, hi)
+    for fut in futures:
+        fut.result()

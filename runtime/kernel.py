@@ -1,0 +1,91 @@
+"""A loaded kernel, launched on torch tensors after checking them against its signature.
+
+    k = module.kernel("fused_0")
+    k(x, bias, out)            # writes out; raises SignatureMismatch on a wrong tensor
+    k.launch(x, bias, out, chunks=3)   # an explicit split of the grid (tests, tuning)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.options import RuntimeOptions
+from tessera.runtime.signature import BufferSpec, KernelSignature
+
+Launcher = Callable[[Sequence[int], int], None]
+"""``launcher(pointers, chunks)`` runs the whole grid split into ``chunks`` ranges."""
+
+
+class Kernel:
+    def __init__(self, signature: KernelSignature, device: torch.device, launcher: Launcher, options: RuntimeOptions):
+        self.signature = signature
+        self.device = device
+        self._launcher = launcher
+        self._module: object = None  # set by the Module that owns the code, to keep it alive
+        self._dtypes = tuple(_torch_dtype(a.dtype) for a in signature.args)
+        work = sum(a.numel for a in signature.args)
+        self.default_chunks = max(1, min(options.num_threads, signature.grid_size, work // options.min_work_per_thread))
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    def __repr__(self) -> str:
+        return f"Kernel(@{self.name}, grid={self.signature.grid})"
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        self.launch(*tensors)
+
+    def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
+        self.check(tensors)
+        self._launcher([t.data_ptr() for t in tensors], self.default_chunks if chunks is None else max(1, chunks))
+
+    def check(self, tensors: Sequence[torch.Tensor]) -> None:
+        """Raises :class:`SignatureMismatch` unless every tensor is what the code expects."""
+        sig = self.signature
+        if len(tensors) != len(sig.args):
+            raise SignatureMismatch(f"kernel @{sig.name} takes {len(sig.args)} tensors, got {len(tensors)}")
+        for i, (t, spec, dtype) in enumerate(zip(tensors, sig.args, self._dtypes)):
+            where = f"kernel @{sig.name} argument #{i}"
+            if not isinstance(t, torch.Tensor):
+                raise SignatureMismatch(f"{where}: expected a tensor, got {type(t).__name__}")
+            if t.device.type != self.device.type:
+                raise SignatureMismatch(f"{where}: tensor is on {t.device}, the kernel runs on {self.device}")
+            if t.dtype != dtype:
+                raise SignatureMismatch(f"{where}: dtype {t.dtype} != expected {dtype}")
+            if tuple(t.shape) != spec.shape:
+                raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} != expected {spec.shape}")
+            if not _same_strides(t, spec):
+                raise SignatureMismatch(f"{where}: strides {t.stride()} != expected {spec.strides}")
+        self._check_aliasing(tensors)
+
+    def _check_aliasing(self, tensors: Sequence[torch.Tensor]) -> None:
+        # Arguments are `noalias` in the emitted code: an output may share memory with no other argument.
+        spans = [_byte_span(t) for t in tensors]
+        for i in self.signature.outputs:
+            for j, other in enumerate(spans):
+                if j != i and spans[i][0] < other[1] and other[0] < spans[i][1]:
+                    raise SignatureMismatch(f"kernel @{self.name}: output argument #{i} overlaps argument #{j} in memory")
+
+
+def _same_strides(t: torch.Tensor, spec: BufferSpec) -> bool:
+    return all(s == e or n == 1 for s, e, n in zip(t.stride(), spec.strides, spec.shape))
+
+
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    if t.numel() == 0:
+        return (t.data_ptr(), t.data_ptr())
+    extent = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
+    return (t.data_ptr(), t.data_ptr() + extent * t.element_size())
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise SignatureMismatch(f"signature names unknown dtype {name!r}")
+    return dtype
+
+

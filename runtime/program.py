@@ -1,0 +1,116 @@
+"""A compiled graph: buffer allocations, kernel launches and ATen calls, in order.
+
+    prog = Program(
+        steps=[Alloc(2, tensor_type),            # buffer 2 in the layout tensor_type names
+               Launch(kernel, (0, 2)),           # kernel(x=buf0, out=buf2)
+               Call(torch.relu, (2,), (3,))],    # buf3 = relu(buf2)
+        inputs=(0,), outputs=(3,))
+    (y,) = prog.run(x)
+
+Buffers are integer ids. Each intermediate buffer is dropped right after its
+last use, so peak memory follows the program, not its length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from xdsl.dialects.builtin import TensorType
+
+from tessera.runtime.errors import ProgramError
+from tessera.runtime.kernel import Kernel
+from tessera.runtime.layouts import allocate
+
+
+@dataclass(frozen=True)
+class Alloc:
+    buffer: int
+    type: TensorType
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: Kernel
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Call:
+    """``results = fn(*args)``; ``fn`` returns one tensor or a sequence of them."""
+
+    fn: Callable[..., torch.Tensor | Sequence[torch.Tensor]]
+    args: tuple[int, ...]
+    results: tuple[int, ...]
+
+
+Step = Alloc | Launch | Call
+
+
+def _reads(step: Step) -> tuple[int, ...]:
+    return () if isinstance(step, Alloc) else step.args
+
+
+def _defines(step: Step) -> tuple[int, ...]:
+    if isinstance(step, Alloc):
+        return (step.buffer,)
+    return step.results if isinstance(step, Call) else ()
+
+
+@dataclass(frozen=True)
+class Program:
+    steps: tuple[Step, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    _free_after: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+        defined = set(self.inputs)
+        if len(defined) != len(self.inputs):
+            raise ProgramError("program inputs repeat a buffer id")
+        last_use: dict[int, int] = {}
+        for i, step in enumerate(self.steps):
+            if not isinstance(step, (Alloc, Launch, Call)):
+                raise ProgramError(f"step {i}: {type(step).__name__} is not an Alloc, Launch or Call")
+            for b in _reads(step):
+                if b not in defined:
+                    raise ProgramError(f"step {i} ({type(step).__name__}) uses buffer {b} before it is defined")
+                last_use[b] = i
+            for b in _defines(step):
+                if b in defined:
+                    raise ProgramError(f"step {i} ({type(step).__name__}) redefines buffer {b}")
+                defined.add(b)
+                last_use.setdefault(b, i)
+        missing = [b for b in self.outputs if b not in defined]
+        if missing:
+            raise ProgramError(f"program outputs {missing} are never defined")
+        keep = set(self.outputs)
+        free: list[list[int]] = [[] for _ in self.steps]
+        for b, i in last_use.items():
+            if b not in keep:
+                free[i].append(b)
+        object.__setattr__(self, "_free_after", tuple(tuple(f) for f in free))
+
+    def run(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+        if len(tensors) != len(self.inputs):
+            raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
+        env: dict[int, torch.Tensor] = dict(zip(self.inputs, tensors))
+        for step, free in zip(self.steps, self._free_after):
+            if isinstance(step, Alloc):
+                env[step.buffer] = allocate(step.type, self.device)
+            elif isinstance(step, Launch):
+                step.kernel(*(env[b] for b in step.args))
+            else:
+                out = step.fn(*(env[b] for b in step.args))
+                outs = [out] if isinstance(out, torch.Tensor) else list(out)
+                if len(outs) != len(step.results):
+                    raise ProgramError(f"call of {getattr(step.fn, '__name__', step.fn)} returned {len(outs)} tensors, expected {len(step.results)}")
+                env.update(zip(step.results, outs))
+            for b in free:
+                env.pop(b, None)
+        return [env[b] for b in self.outputs]

@@ -1,0 +1,280 @@
+"""The runtime: devices, loaded modules, checked launches, threading, the
+compile cache and programs."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import weakref
+from pathlib import Path
+
+import pytest
+import torch
+from xdsl.dialects.builtin import TensorType, f32
+
+from tessera.compiler.codegen import build_artifact, get_target
+from tessera.dialects.tsr.layout import LayoutAttr
+from tessera.runtime import (
+    Alloc,
+    Artifact,
+    Call,
+    CompileCache,
+    Device,
+    Launch,
+    Program,
+    RuntimeOptions,
+    compile_artifact,
+    compile_kernels,
+)
+from tessera.runtime.cache import cache_key
+from tessera.runtime.cpu import split
+from tessera.runtime.errors import KernelNotFound, LoadError, ProgramError, SignatureMismatch, UnsupportedDevice
+
+from conftest import random_tensor
+from kernel_testing import kernel, load, memref, parse_kernels
+
+GEN = torch.Generator().manual_seed(0)
+NHWC = (320, 1, 64, 8)  # strides of a 2x8x5x8 tensor stored channels-last
+
+
+def scale_kernel() -> str:
+    """``y = x * s[c] + sum over w of x`` on NCHW tensors stored NHWC; grid (n, c, h)."""
+    t = memref([2, 8, 5, 8], "f32", NHWC)
+    return kernel("scale", [("x", t), ("s", "memref<8xf32>"), ("y", t)], [2], [2, 8, 5], f"""
+    %zero = arith.constant 0.0 : f32
+    %c8 = arith.constant 8 : index
+    %sv = memref.load %s[%i1] : memref<8xf32>
+    %tot = scf.for %w = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {{
+      %v = memref.load %x[%i0, %i1, %i2, %w] : {t}
+      %a = arith.addf %acc, %v fastmath<reassoc> : f32
+      scf.yield %a : f32
+    }}
+    scf.for %w = %c0 to %c8 step %c1 {{
+      %v = memref.load %x[%i0, %i1, %i2, %w] : {t}
+      %m = arith.mulf %v, %sv : f32
+      %r = arith.addf %m, %tot : f32
+      memref.store %r, %y[%i0, %i1, %i2, %w] : {t}
+    }}""")
+
+
+def scale_inputs():
+    x = random_tensor((2, 8, 5, 8), torch.float32, NHWC, GEN)
+    s = torch.randn(8, generator=GEN)
+    return x, s, torch.empty_strided((2, 8, 5, 8), NHWC)
+
+
+def scale_reference(x, s):
+    return x * s.view(1, 8, 1, 1) + x.sum(3, keepdim=True)
+
+
+@pytest.fixture(scope="module")
+def scale_module():
+    return load(scale_kernel())
+
+
+def test_kernel_runs_and_matches_torch(scale_module):
+    x, s, y = scale_inputs()
+    scale_module.kernel("scale")(x, s, y)
+    torch.testing.assert_close(y, scale_reference(x, s), rtol=1e-5, atol=1e-5)
+
+
+def test_thread_splits_give_identical_results(scale_module):
+    k = scale_module.kernel("scale")
+    x, s, y1 = scale_inputs()
+    k.launch(x, s, y1, chunks=1)
+    for chunks in (2, 3, 7, 80, 1000):  # uneven splits cut rows of the innermost grid dim
+        y = torch.full_like(y1, float("nan"))
+        k.launch(x, s, y, chunks=chunks)
+        assert torch.equal(y, y1), f"{chunks} chunks"
+
+
+def test_split_covers_the_range_once():
+    for total, chunks in ((80, 3), (5, 8), (1, 4), (1000, 7)):
+        ranges = split(total, chunks)
+        assert ranges[0][0] == 0 and ranges[-1][1] == total
+        assert all(lo < hi for lo, hi in ranges) and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def test_default_threading_small_runs_inline_big_splits():
+    n = 1 << 20
+    t = memref([n], "f32")
+    big = kernel("big", [("x", t), ("y", t)], [1], [n], f"""
+    %v = memref.load %x[%i0] : {t}
+    %e = math.tanh %v : f32
+    memref.store %e, %y[%i0] : {t}""")
+    opts = RuntimeOptions(cache_dir=None, num_threads=4)
+    module = compile_kernels(parse_kernels(big), cache=None, options=opts)
+    k = module.kernel("big")
+    assert k.default_chunks == 4
+    x = torch.randn(n, generator=GEN)
+    y = torch.empty(n)
+    k(x, y)
+    torch.testing.assert_close(y, torch.tanh(x), rtol=3e-7, atol=0)
+    small = compile_kernels(parse_kernels(scale_kernel()), cache=None, options=opts).kernel("scale")
+    assert small.default_chunks == 1
+
+
+def test_signature_mismatches_raise_typed_errors(scale_module):
+    k = scale_module.kernel("scale")
+    x, s, y = scale_inputs()
+    cases = {
+        "takes 3 tensors": (x, s),
+        "shape": (x, torch.randn(9), y),
+        "strides": (x.contiguous(), s, y),
+        "dtype": (x.double(), s, y),
+        "is on meta": (x, s, torch.empty_strided((2, 8, 5, 8), NHWC, device="meta")),
+        "expected a tensor": (x, [1.0] * 8, y),
+        "overlaps": (x, s, x),
+    }
+    for what, args in cases.items():
+        with pytest.raises(SignatureMismatch, match=what):
+            k(*args)
+    with pytest.raises(KernelNotFound, match="no kernel @nope"):
+        scale_module.kernel("nope")
+
+
+def test_size_one_dims_accept_any_stride():
+    t = memref([1, 4], "f32")
+    text = kernel("one", [("x", t), ("y", t)], [1], [1, 4], f"""
+    %v = memref.load %x[%i0, %i1] : {t}
+    memref.store %v, %y[%i0, %i1] : {t}""")
+    x = torch.randn(4, 2, generator=GEN)[:, :1].t()  # shape (1, 4), strides (1, 2): not what the kernel wants
+    with pytest.raises(SignatureMismatch, match="strides"):
+        load(text).kernel("one")(x, torch.empty(1, 4))
+    x = torch.randn(3, 4, generator=GEN)[1:2]  # shape (1, 4), strides (4, 1): fine
+    y = torch.empty(1, 4)
+    load(text).kernel("one")(x, y)
+    assert torch.equal(x, y)
+
+
+def test_devices():
+    assert Device("cpu").type == "cpu"
+    for kind in ("cuda", "mps", torch.device("cuda", 0)):
+        with pytest.raises(UnsupportedDevice):
+            Device(kind)
+    with pytest.raises(UnsupportedDevice):
+        Device("xla")
+
+
+def test_artifact_round_trip_and_load_checks():
+    art = build_artifact(parse_kernels(scale_kernel()), get_target("x86"))
+    again = Artifact.from_bytes(art.to_bytes())
+    assert again == art
+    with pytest.raises(ValueError):
+        Artifact.from_bytes(art.to_bytes()[:20])
+    with pytest.raises(LoadError, match="x86 objects"):
+        Device("cpu").load(Artifact("ptx", "ptx", b"", ()))
+    alien = Artifact("x86", "obj", art.data, art.signatures, "x86|t|cpu|+notafeature|None")
+    with pytest.raises(LoadError, match="notafeature"):
+        Device("cpu").load(alien)
+
+
+# -- compile cache -------------------------------------------------------------------------
+def test_cache_hit_and_key(tmp_path):
+    cache = CompileCache(tmp_path)
+    kernels = parse_kernels(scale_kernel())
+    a1 = compile_artifact(kernels, cache=cache)
+    assert (cache.hits, cache.misses) == (0, 1)
+    a2 = compile_artifact(kernels, cache=cache)
+    assert (cache.hits, cache.misses) == (1, 1) and a2 == a1
+    compile_artifact(kernels, features="+avx2,+fma", cache=cache)  # another target: another key
+    assert cache.misses == 2
+    assert len(list(tmp_path.rglob("*.tsa"))) == 2
+    assert not list(tmp_path.rglob("*.tmp"))
+    x, s, y = scale_inputs()
+    compile_kernels(kernels, cache=cache).kernel("scale")(x, s, y)
+    torch.testing.assert_close(y, scale_reference(x, s), rtol=1e-5, atol=1e-5)
+    assert cache_key("a", "bc") != cache_key("ab", "c")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_corrupt_cache_entry_is_rebuilt(tmp_path, damage):
+    cache = CompileCache(tmp_path)
+    kernels = parse_kernels(scale_kernel())
+    good = compile_artifact(kernels, cache=cache)
+    (entry,) = tmp_path.rglob("*.tsa")
+    blob = entry.read_bytes()
+    entry.write_bytes({"truncate": blob[: len(blob) // 2], "flip": blob[:-10] + bytes([blob[-10] ^ 1]) + blob[-9:],
+                       "garbage": os.urandom(len(blob)), "empty": b""}[damage])
+    assert cache.get(entry.stem) is None
+    rebuilt = compile_artifact(kernels, cache=cache)
+    assert rebuilt == good and cache.misses == 2
+    assert entry.read_bytes() == blob  # the entry was rewritten whole
+
+
+def _hammer_cache(root: str, key: str, barrier, rounds: int, results) -> None:
+    kernels = parse_kernels(scale_kernel())
+    cache = CompileCache(root)
+    barrier.wait()
+    artifact = compile_artifact(kernels, cache=cache)
+    bad = 0
+    for _ in range(rounds):
+        cache.put(key, artifact)
+        got = cache.get(key)
+        bad += got is None or got != artifact
+    results.put((bad, artifact.to_bytes()))
+
+
+def test_concurrent_writers_from_two_processes(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_hammer_cache, args=(str(tmp_path), "k" * 64, barrier, 200, results)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    outs = [results.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert [bad for bad, _ in outs] == [0, 0], "a reader saw a missing or partial entry"
+    assert outs[0][1] == outs[1][1], "the two processes built different code"
+    assert not list(Path(tmp_path).rglob("*.tmp")), "temporary files left behind"
+    entries = list(Path(tmp_path).rglob("*.tsa"))
+    assert len(entries) == 2  # the compile key and the hammered key
+    cache = CompileCache(tmp_path)
+    assert all(cache.get(e.stem) is not None for e in entries)
+
+
+def test_cache_dir_option_read_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "a"))
+    opts = RuntimeOptions()
+    monkeypatch.setenv("TESSERA_CACHE_DIR", str(tmp_path / "b"))
+    assert opts.cache_dir == tmp_path / "a"
+    assert RuntimeOptions().cache_dir == tmp_path / "b"
+    monkeypatch.delenv("TESSERA_CACHE_DIR")
+    assert RuntimeOptions().cache_dir == Path.home() / ".cache" / "tessera"
+
+
+# -- programs ------------------------------------------------------------------------------
+def test_program_allocs_launches_calls_and_frees(scale_module):
+    k = scale_module.kernel("scale")
+    nhwc = TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1)))
+    seen: list[weakref.ref] = []
+
+    def watch(t):
+        seen.append(weakref.ref(t))
+        return t.relu()
+
+    prog = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2)), Call(watch, (2,), (3,)),
+                          Call(lambda a, b: (a + 1, a * b.view(1, 8, 1, 1)), (3, 1), (4, 5))],
+                   inputs=(0, 1), outputs=(5, 4))
+    x, s, _ = scale_inputs()
+    out5, out4 = prog.run(x, s)
+    r = scale_reference(x, s).relu()
+    torch.testing.assert_close(out4, r + 1, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out5, r * s.view(1, 8, 1, 1), rtol=1e-5, atol=1e-5)
+    assert seen and seen[0]() is None, "the intermediate kernel output was not freed"
+
+
+def test_program_errors(scale_module):
+    k = scale_module.kernel("scale")
+    with pytest.raises(ProgramError, match="before it is defined"):
+        Program(steps=[Launch(k, (0, 1, 2))], inputs=(0, 1), outputs=(2,))
+    with pytest.raises(ProgramError, match="never defined"):
+        Program(steps=[], inputs=(0,), outputs=(1,))
+    with pytest.raises(ProgramError, match="redefines"):
+        Program(steps=[Call(torch.neg, (0,), (0,))], inputs=(0,), outputs=(0,))
+    prog = Program(steps=[Call(lambda a: (a, a), (0,), (1,))], inputs=(0,), outputs=(1,))
+    with pytest.raises(ProgramError, match="returned 2"):
+        prog.run(torch.ones(1))
+    with pytest.raises(ProgramError, match="takes 1 inputs"):
+        prog.run()
