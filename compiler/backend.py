@@ -2,10 +2,14 @@
 
 Dynamo's graph goes through AOTAutograd with tessera's decompositions; each
 ATen graph (forward, backward) is imported into ``tsr``, verified, run through
-the target's graph pipeline and executed as a :class:`GraphProgram`. Until
-code generation lands, a program runs its ops through the reference
-interpreter. A graph that cannot be imported runs as ATen, as captured, with a
-warning: the user's program never fails because of tessera.
+the target's graph pipeline, fused, lowered to kernels and compiled; it runs
+as a :class:`GraphProgram`: compiled kernels and library calls in order
+(``compiler/host_program.py``). On x86 that is machine code; the ``ptx`` and
+``metal`` targets run their graphs through the reference interpreter until
+their code generation lands. Whatever tessera cannot do degrades, with a
+warning, never an error in the user's program: a graph it cannot compile runs
+through the reference interpreter (torch calls), and a graph it cannot import
+runs as ATen, as captured.
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ from typing import Any
 import torch
 import torch.fx
 from functorch.compile import make_boxed_func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from tessera.passes import PIPELINES
+from tessera.runtime.layouts import in_layout
 
 from .capture import aot_backend
 from .context import make_context
 from .fx_import import import_graph
-from .interpreter import Interpreter
+from .host_program import HostProgram, build_host_program
+from .interpreter import Interpreter, find_function
 from .ir_io import print_module, verify_module
 from .pass_pipeline import build_pipeline
 
@@ -39,6 +45,10 @@ class BackendOptions:
     target: str = "x86"
     print_ir: bool = False
     """Print each graph's ``tsr`` IR after the graph passes."""
+    codegen: bool = True
+    """Compile kernels (x86); ``False`` runs each graph through the reference interpreter."""
+    features: str | None = None
+    """CPU features to generate code for (``+avx2,+fma``); ``None``: this host's."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
@@ -55,16 +65,38 @@ class BackendOptions:
 
 
 class GraphProgram:
-    """A compiled ATen graph: call it with the graph's inputs."""
+    """A compiled ATen graph: call it with the graph's inputs. ``run`` is the
+    compiled host program, or the reference interpreter."""
 
-    def __init__(self, module: ModuleOp, output_is_none: list[bool]):
+    def __init__(self, module: ModuleOp, output_is_none: list[bool], run: Callable[..., list[torch.Tensor]] | None = None):
         self.module = module
         self.output_is_none = output_is_none
-        self._interpreter = Interpreter(module)
+        self.compiled = run is not None
+        self._run = run or Interpreter(module).run
+        self._input_types = [a.type for a in find_function(module).body.block.args]
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
-        values = iter(self._interpreter.run(*inputs))
+        # Dynamo guards on strides, so inputs arrive as traced; in_layout is a no-op then.
+        xs = [in_layout(x, t) if isinstance(x, torch.Tensor) and isinstance(t, TensorType) else x
+              for x, t in zip(inputs, self._input_types)]
+        values = iter(self._run(*xs))
         return [None if none else next(values) for none in self.output_is_none]
+
+
+def compile_kernels_of(module: ModuleOp, options: BackendOptions) -> HostProgram:
+    """Fuse, lower, compile and load the kernels of a graph-optimized module:
+    its host program."""
+    from tessera.runtime import compile_kernels
+
+    from .lowering import lower_to_kernels
+
+    fused = module.clone()
+    build_pipeline("fuse-kernels").apply(make_context(), fused)
+    verify_module(fused)
+    program_ir = lower_to_kernels(fused)
+    has_kernels = any(True for _ in program_ir.kernels.ops)
+    kernels = compile_kernels(program_ir.kernels, options.target, options.features) if has_kernels else None
+    return build_host_program(program_ir.host, kernels)
 
 
 def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str) -> Callable:
@@ -82,7 +114,16 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str) 
         log.info("tessera: %s graph keeps ATen calls: %s", kind, kept)
     if options.print_ir:
         print(f"// tessera: {kind} graph\n{print_module(result.module)}")
-    return make_boxed_func(GraphProgram(result.module, result.output_is_none))
+    run = None
+    if options.codegen and options.target == "x86":
+        try:
+            host = compile_kernels_of(result.module, options)
+            run = host
+            if host.aten_ops:
+                log.info("tessera: %s graph calls ATen for: %s", kind, dict(host.aten_ops))
+        except Exception as e:  # noqa: BLE001 - the interpreter still gives the right answer
+            log.warning("tessera: %s graph runs through the reference interpreter (not compiled): %s", kind, e)
+    return make_boxed_func(GraphProgram(result.module, result.output_is_none, run))
 
 
 def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any] | None = None):

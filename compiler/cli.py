@@ -119,17 +119,19 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from .stages import IMPLEMENTED, run_stages
+    from .stages import DEFAULT_STAGE, run_stages
 
-    upto = args.stage or list(IMPLEMENTED)[-1]
+    upto = args.stage or DEFAULT_STAGE[args.target]
     outdir = Path(args.output) if args.output else None
     if outdir:
         outdir.mkdir(parents=True, exist_ok=True)
     for name, gm in _capture_model(args.model, args.training):
-        outputs = run_stages(gm, args.target, None if args.all_stages else upto)
+        outputs = run_stages(gm, args.target, None if args.all_stages else upto, args.features)
         shown = outputs if args.all_stages else {upto: outputs[upto]}
         for stage, so in shown.items():
-            if outdir:
+            if outdir and so.data is not None:
+                (outdir / f"{name}.{stage}.{so.suffix}").write_bytes(so.data)
+            elif outdir:
                 (outdir / f"{name}.{stage}.{so.suffix}").write_text(so.text)
             else:
                 print(f"// ===== {name}: stage {stage} ({args.target}) =====")
@@ -161,7 +163,8 @@ def cmd_targets(args: argparse.Namespace) -> int:
     print(f"{'target':8} {'build':6} {'run':6} toolchain / device")
     for t in target_statuses():
         print(f"{t.target:8} {'yes' if t.can_build else 'no':6} {'yes' if t.can_run else 'no':6} {t.toolchain}; {t.run_note}")
-    print(f"// stages implemented: {', '.join(IMPLEMENTED)} (code generation arrives with the codegen milestone)")
+    for target, stages in IMPLEMENTED.items():
+        print(f"// {target} stages: {', '.join(stages)}")
     return 0
 
 
@@ -183,10 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("model")
     s.add_argument("--target", choices=TARGETS, default="x86")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--stage", help="the stage to print (default: the last implemented)")
+    g.add_argument("--stage", help="the stage to print (default: asm on x86, else the last implemented)")
     g.add_argument("--all-stages", action="store_true")
     s.add_argument("-o", "--output", help="write one file per graph and stage into this folder")
     s.add_argument("--training", action="store_true")
+    s.add_argument("--features", help="CPU features to generate code for, e.g. +avx512f,+avx512vnni (default: this host's)")
     s.set_defaults(func=cmd_dump)
 
     s = sub.add_parser("opt", help="run passes on an IR file, like mlir-opt")

@@ -25,7 +25,8 @@ def _raised_at(path: Path, e: BaseException) -> Location:
     return Location(str(path))
 
 
-def load_example(path_str: str) -> tuple[Callable, tuple[Any, ...]]:
+def load_example(path_str: str, factory: str = "example") -> tuple[Callable, tuple[Any, ...]]:
+    """``factory()`` of the model file (default ``example``): ``(module_or_fn, args)``."""
     path = Path(path_str).resolve()
     if not path.is_file():
         raise ModelLoadError(f"no such model file '{path_str}'", Location(path_str))
@@ -40,15 +41,15 @@ def load_example(path_str: str) -> tuple[Callable, tuple[Any, ...]]:
         raise ModelLoadError(f"syntax error: {e.msg}", Location(path_str, e.lineno or 0, e.offset or 0)) from None
     except Exception as e:  # noqa: BLE001 - the user's file raised
         raise ModelLoadError(f"loading the model raised {type(e).__name__}: {e}", _raised_at(path, e)) from None
-    example = getattr(module, "example", None)
+    example = getattr(module, factory, None)
     if not callable(example):
         raise ModelLoadError(
-            "the model file defines no example() returning (module_or_fn, args)", Location(path_str, 1, 1)
+            f"the model file defines no {factory}() returning (module_or_fn, args)", Location(path_str, 1, 1)
         )
     try:
         got = example()
     except Exception as e:  # noqa: BLE001
-        raise ModelLoadError(f"example() raised {type(e).__name__}: {e}", _raised_at(path, e)) from None
+        raise ModelLoadError(f"{factory}() raised {type(e).__name__}: {e}", _raised_at(path, e)) from None
     if not (isinstance(got, tuple) and len(got) == 2 and callable(got[0]) and isinstance(got[1], (tuple, list))):
-        raise ModelLoadError("example() must return (module_or_fn, args) with args a tuple", Location(path_str, 1, 1))
+        raise ModelLoadError(f"{factory}() must return (module_or_fn, args) with args a tuple", Location(path_str, 1, 1))
     return got[0], tuple(got[1])

@@ -4,8 +4,8 @@ one driver loop (the shape of Triton's ``backends/compiler.py``).
     fx -> graph -> graph-opt -> fused -> kernel -> llvm -> asm|ptx|msl -> obj|cubin|metallib
 
 Every stage's output can be dumped (``compilerctl dump --stage NAME``). The
-stages after ``graph-opt`` arrive with code generation; asking for one now is
-an :class:`UnsupportedStage` error naming the stages that exist.
+stages a target does not have yet are an :class:`UnsupportedStage` error
+naming the ones it has.
 """
 
 from __future__ import annotations
@@ -27,20 +27,31 @@ ARTIFACT_STAGES = {"x86": ("asm", "obj"), "ptx": ("ptx", "cubin"), "metal": ("ms
 TARGETS = tuple(ARTIFACT_STAGES)
 
 
+@dataclass(frozen=True)
+class StageOptions:
+    """What every stage may look at: the target and, for code generation, its CPU features
+    (``None``: this host's)."""
+
+    target: str = "x86"
+    features: str | None = None
+
+
 @dataclass
 class StageOutput:
-    """What a stage produced: the object later stages take, and its text form."""
+    """What a stage produced: the object later stages take, its text form, and
+    the bytes of a binary artifact (``obj``) when there is one."""
 
     value: Any
     text: str
     suffix: str
+    data: bytes | None = None
 
 
-def _fx(gm: torch.fx.GraphModule, target: str) -> StageOutput:
+def _fx(gm: torch.fx.GraphModule, opts: StageOptions) -> StageOutput:
     return StageOutput(gm, gm.print_readable(print_output=False), "py")
 
 
-def _graph(prev: StageOutput, target: str) -> StageOutput:
+def _graph(prev: StageOutput, opts: StageOptions) -> StageOutput:
     result = import_graph(prev.value)
     verify_module(result.module)
     text = print_module(result.module)
@@ -50,36 +61,88 @@ def _graph(prev: StageOutput, target: str) -> StageOutput:
     return StageOutput(result.module, text, "mlir")
 
 
-def _graph_opt(prev: StageOutput, target: str) -> StageOutput:
+def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
     module = prev.value.clone()
-    build_pipeline(target_pipeline(target)).apply(make_context(), module)
+    build_pipeline(target_pipeline(opts.target)).apply(make_context(), module)
     verify_module(module)
     return StageOutput(module, print_module(module), "mlir")
 
 
-# The stages implemented so far, in order; each takes the previous output.
-IMPLEMENTED: dict[str, Callable[..., StageOutput]] = {"fx": _fx, "graph": _graph, "graph-opt": _graph_opt}
+def _fused(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    module = prev.value.clone()
+    build_pipeline("fuse-kernels").apply(make_context(), module)
+    verify_module(module)
+    return StageOutput(module, print_module(module), "mlir")
+
+
+def _kernel(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    from .lowering import lower_to_kernels
+
+    program = lower_to_kernels(prev.value)
+    return StageOutput(program, program.text(), "mlir")
+
+
+def _codegen_target(opts: StageOptions):
+    from .codegen import get_target
+
+    return get_target(opts.target, features=opts.features)
+
+
+def _llvm(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    from .codegen import llvm_ir, optimize
+
+    target = _codegen_target(opts)
+    module = optimize(llvm_ir(prev.value.kernels, target), target)
+    return StageOutput((prev.value, target, module), str(module), "ll")
+
+
+def _asm(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    _, target, module = prev.value
+    return StageOutput(prev.value, target.emit_assembly(module), "s")
+
+
+def _obj(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    program, target, module = prev.value
+    data = target.emit_artifact(module)
+    names = ", ".join(op.sym_name.data for op in program.kernels.ops)
+    return StageOutput(prev.value, f"// ELF object, {len(data)} bytes; kernels: {names}\n", "o", data)
+
+
+_COMMON: dict[str, Callable[..., StageOutput]] = {
+    "fx": _fx, "graph": _graph, "graph-opt": _graph_opt, "fused": _fused, "kernel": _kernel,
+}
+# The stages implemented for each target, in order; each takes the previous output.
+IMPLEMENTED: dict[str, dict[str, Callable[..., StageOutput]]] = {
+    "x86": {**_COMMON, "llvm": _llvm, "asm": _asm, "obj": _obj},
+    "ptx": dict(_COMMON),
+    "metal": dict(_COMMON),
+}
+DEFAULT_STAGE = {"x86": "asm", "ptx": "kernel", "metal": "kernel"}
+"""What ``compilerctl dump`` prints without ``--stage``: the last text stage."""
 
 
 def stage_names(target: str) -> tuple[str, ...]:
     return COMMON_STAGES + ARTIFACT_STAGES[target]
 
 
-def run_stages(gm: torch.fx.GraphModule, target: str, upto: str | None = None) -> dict[str, StageOutput]:
+def run_stages(gm: torch.fx.GraphModule, target: str, upto: str | None = None,
+               features: str | None = None) -> dict[str, StageOutput]:
     """Run the stages of ``target`` on ``gm`` in order, up to ``upto`` (default: all
     implemented ones); return each stage's output by name."""
     names = stage_names(target)
     if upto is not None and upto not in names:
         raise UnsupportedStage(f"unknown stage '{upto}' for target {target}; stages: {', '.join(names)}")
-    if upto is not None and upto not in IMPLEMENTED:
+    stages = IMPLEMENTED[target]
+    if upto is not None and upto not in stages:
         raise UnsupportedStage(
             f"stage '{upto}' is not implemented yet for target {target}; "
-            f"available: {', '.join(IMPLEMENTED)}"
+            f"available: {', '.join(stages)}"
         )
+    opts = StageOptions(target, features)
     outputs: dict[str, StageOutput] = {}
     prev: Any = gm
-    for name, stage in IMPLEMENTED.items():
-        prev = stage(prev, target)
+    for name, stage in stages.items():
+        prev = stage(prev, opts)
         outputs[name] = prev
         if name == upto:
             break

@@ -29,3 +29,9 @@ def make_mlp(seed: int = 0) -> Mlp:
 
 def example():
     return make_mlp(), (torch.randn(2, 8, 32),)
+
+
+def benchmark():
+    """The realistic size of ``bench/models.py``: a transformer MLP, 512 -> 2048 -> 512 on 8x64 tokens."""
+    torch.manual_seed(0)
+    return Mlp(512, 2048).eval(), (torch.randn(8, 64, 512),)

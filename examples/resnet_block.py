@@ -46,3 +46,8 @@ def example_channels_last():
     block = make_block().to(memory_format=torch.channels_last)
     x = torch.randn(1, 8, 8, 8).to(memory_format=torch.channels_last)
     return block, (x,)
+
+
+def benchmark():
+    """The realistic size of ``bench/models.py``: a ResNet-18 stage-1 block, 1x64x56x56."""
+    return make_block(64), (torch.randn(1, 64, 56, 56),)

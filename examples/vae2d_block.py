@@ -40,3 +40,8 @@ def make_block(channels: int = 32, seed: int = 0) -> VaeDecoderBlock:
 
 def example():
     return make_block(), (torch.randn(1, 32, 8, 8),)
+
+
+def benchmark():
+    """The realistic size of ``bench/models.py``: 128 channels, 1x128x32x32 (64x64 after the upsample)."""
+    return make_block(128), (torch.randn(1, 128, 32, 32),)

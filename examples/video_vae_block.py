@@ -47,3 +47,8 @@ def make_block(channels: int = 32, upsample_time: bool = False, seed: int = 0) -
 
 def example():
     return make_block(), (torch.randn(1, 32, 4, 16, 16),)
+
+
+def benchmark():
+    """The realistic size of ``bench/models.py``: a 64-channel slice, 1x64x4x32x32."""
+    return make_block(64), (torch.randn(1, 64, 4, 32, 32),)

@@ -14,11 +14,13 @@ from .cancel_relayouts import CancelRelayouts
 from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
+from .fuse_kernels import FuseKernels
 from .fuse_relayouts import FuseRelayouts
 from .hoist_relayouts import HoistRelayouts
 
 PASSES: dict[str, type[ModulePass]] = {
-    p.name: p for p in (Cse, Dce, CastConstants, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts)
+    p.name: p for p in (Cse, Dce, CastConstants, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts,
+                        FuseKernels)
 }
 
 

@@ -213,3 +213,38 @@ def _aten_call(op, env, *operands):
     out = fn(*args, **kwargs)
     return tuple(out) if len(op.outs) != 1 else out
 
+
+
+@impl(tsr.FusedOp)
+def _fused(op, env, *inputs):
+    """Runs the body op by op, as the interpreter runs a function: each result
+    is stored in the layout and dtype its type declares."""
+    from tessera.runtime.layouts import in_layout
+    from xdsl.dialects.builtin import TensorType
+
+    values: dict = dict(zip(op.body.block.args, inputs))
+    for inner in op.body.block.ops:
+        if isinstance(inner, tsr.YieldOp):
+            out = tuple(values[v] for v in inner.values)
+            return out if len(out) != 1 else out[0]
+        fn = IMPLS.get(type(inner))
+        if fn is None:
+            from . import InterpreterError
+
+            raise InterpreterError(f"no reference semantics for '{inner.name}' in a tsr.fused body")
+        res = fn(inner, env, *(values[v] for v in inner.operands))
+        for r, v in zip(inner.results, res if isinstance(res, tuple) else (res,), strict=True):
+            values[r] = in_layout(v, r.type) if isinstance(r.type, TensorType) else v
+    raise AssertionError("verified tsr.fused bodies end with tsr.yield")
+
+
+@impl(tsr.LaunchOp)
+def _launch(op, env, *inputs):
+    from ..ir_io import op_location
+    from . import InterpreterError
+
+    raise InterpreterError(
+        f"tsr.launch @{op.callee.root_reference.data} runs a compiled kernel, which the reference "
+        "interpreter does not have; interpret the module of the `fused` stage instead",
+        op_location(op),
+    )

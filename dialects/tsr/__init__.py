@@ -12,6 +12,7 @@ from .layout import LayoutAttr
 from .ops_core import AtenCallOp, ConstantOp, ConvertOp, OperandRefAttr, RelayoutOp, TorchEnumAttr
 from .ops_elementwise import *  # noqa: F403  (the op classes)
 from .ops_elementwise import ELEMENTWISE_OPS
+from .ops_fused import FUSED_OPS, FusedOp, LaunchOp, YieldOp
 from .ops_nn import *  # noqa: F403
 from .ops_nn import NN_OPS
 from .ops_shape import *  # noqa: F403
@@ -21,6 +22,6 @@ CORE_OPS = (ConstantOp, ConvertOp, RelayoutOp, AtenCallOp)
 
 TSR = Dialect(
     "tsr",
-    [*CORE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS],
+    [*CORE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *FUSED_OPS],
     [LayoutAttr, OperandRefAttr, TorchEnumAttr],
 )

@@ -76,7 +76,9 @@ def test_dump_all_stages_writes_files(tmp_path):
     proc = run("dump", "examples/resnet_block.py", "--target", "x86", "--all-stages", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in out.iterdir())
-    assert {"forward.fx.py", "forward.graph.mlir", "forward.graph-opt.mlir"} <= set(names), names
+    assert {"forward.fx.py", "forward.graph.mlir", "forward.graph-opt.mlir", "forward.fused.mlir",
+            "forward.kernel.mlir", "forward.llvm.ll", "forward.asm.s", "forward.obj.o"} <= set(names), names
+    assert (out / "forward.obj.o").read_bytes().startswith(b"\x7fELF")
     assert all(n.startswith("forward.") for n in names), names  # inference: no backward graph
     fx = (out / "forward.fx.py").read_text()
     assert "aten.convolution" in fx
@@ -84,15 +86,15 @@ def test_dump_all_stages_writes_files(tmp_path):
     opt = (out / "forward.graph-opt.mlir").read_text()
     for text in (graph, opt):
         assert "func.func @forward" in text and "tsr.conv" in text
-    assert "wrote forward.fx.py" in proc.stderr
+    assert "compilerctl: wrote " in proc.stderr and "forward.fx.py" in proc.stderr
     # graph-opt output is valid IR for `opt` again.
     again = run("opt", str(out / "forward.graph-opt.mlir"), "-p", "cse,dce")
     assert again.returncode == 0, again.stderr
 
 
 def test_dump_unimplemented_stage_is_a_clear_error():
-    proc = run("dump", "examples/resnet_block.py", "--stage", "llvm")
-    assert_user_error(proc, "stage 'llvm' is not implemented yet for target x86", "available: fx, graph, graph-opt")
+    proc = run("dump", "examples/resnet_block.py", "--target", "metal", "--stage", "msl")
+    assert_user_error(proc, "stage 'msl' is not implemented yet for target metal", "available: fx, graph, graph-opt")
     assert proc.stdout == ""
 
 

@@ -6,13 +6,18 @@
 // RUN: not compilerctl passes --pipeline x87 2>&1 | filecheck %s --check-prefix=BAD
 
 // One line per pass, sorted by name, with its summary.
-// CHECK: {{^}}cancel-relayouts {{ *}}``cancel-relayouts``: folds chains of ``tsr.relayout``
+// CHECK: {{^}}assign-layouts {{ *}}``assign-layouts{target=x86}``: picks each convolution's layout
+// CHECK-NEXT: {{^}}cancel-relayouts {{ *}}``cancel-relayouts``: folds chains of ``tsr.relayout``
 // CHECK-NEXT: {{^}}cast-constants {{ *}}``cast-constants``:
 // CHECK-NEXT: {{^}}cse {{ *}}``cse``: common subexpression elimination over pure ops.
 // CHECK-NEXT: {{^}}dce {{ *}}``dce``: removes pure ops whose results are unused.
+// CHECK-NEXT: {{^}}fuse-kernels {{ *}}``fuse-kernels``:
+// CHECK-NEXT: {{^}}fuse-relayouts {{ *}}``fuse-relayouts``: a relayout that meets a kernel disappears into it.
+// CHECK-NEXT: {{^}}hoist-relayouts {{ *}}``hoist-relayouts``: moves each ``tsr.relayout``
 
-// One line: the pass specs, comma-separated; constants are typed first, cleanup last.
-// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{.*}}cancel-relayouts,cse,dce{{$}}
+// One line: the pass specs, comma-separated; constants are typed first, then
+// layouts are assigned, relayouts hoisted, cancelled and fused; cleanup last.
+// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},assign-layouts{target={{[a-z0-9]+}}},hoist-relayouts,cse,cancel-relayouts,fuse-relayouts,cse,dce{{$}}
 // PIPELINE-NOT: {{.}}
 
 // BAD: error: argument --pipeline: invalid choice: 'x87'

@@ -5,4 +5,6 @@
 // CHECK-NEXT: {{^}}x86 {{ +}}{{yes|no}} {{ +}}{{yes|no}} {{ +}}{{.*}}llvmlite{{.*}}; {{.+}}
 // CHECK-NEXT: {{^}}ptx {{ +}}{{yes|no}} {{ +}}{{yes|no}} {{ +}}{{.+}}; {{.*}}CUDA device{{.*}}
 // CHECK-NEXT: {{^}}metal {{ +}}{{yes|no}} {{ +}}{{yes|no}} {{ +}}{{.+}}; {{.*}}MPS device{{.*}}
-// CHECK-NEXT: // stages implemented: fx, graph, graph-opt
+// CHECK-NEXT: // x86 stages: fx, graph, graph-opt, fused, kernel, llvm, asm, obj
+// CHECK-NEXT: // ptx stages: fx, graph, graph-opt, fused, kernel
+// CHECK-NEXT: // metal stages: fx, graph, graph-opt, fused, kernel

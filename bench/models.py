@@ -1,0 +1,123 @@
+"""The example models at realistic sizes (each example's ``benchmark()``), inference,
+in five modes timed in one process: eager, eager channels-last, Inductor
+(``torch.compile`` default), Inductor with ``freezing=True``, and tessera.
+
+    .venv/bin/python bench/models.py [--models video_vae_block,vae2d_block] [--reps 10] [--threads 2]
+
+For each model: first-call time (compile included), steady-state median after
+warm-up (modes interleaved round by round), the largest difference from eager,
+and the ratios against Inductor. Prints a Markdown table for ``BENCHMARKS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from tessera.compiler.model_loader import load_example
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ("video_vae_block", "vae2d_block", "resnet_block", "mlp")
+
+
+def _first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def _channels_last(model, args):
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}
+    xs = tuple(a.contiguous(memory_format=fmt[a.dim()]) if a.dim() in fmt else a for a in args)
+    try:
+        m = model.to(memory_format=fmt[args[0].dim()]) if args[0].dim() in fmt else model
+    except Exception:  # noqa: BLE001  (a model without convs)
+        m = model
+    return m, xs
+
+
+def modes(name: str):
+    """(mode name, make() -> (fn, args)) for each mode; make() may compile lazily."""
+    def eager():
+        model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
+        return model, args
+
+    def eager_cl():
+        model, args = eager()
+        return _channels_last(model, args)
+
+    def inductor():
+        model, args = eager()
+        return torch.compile(model), args
+
+    def inductor_frozen():
+        import torch._inductor.config as cfg
+
+        model, args = eager()
+        compiled = torch.compile(model)
+
+        def run(*a):
+            with cfg.patch(freezing=True):
+                return compiled(*a)
+        return run, args
+
+    def tessera():
+        model, args = eager()
+        return torch.compile(model, backend="tessera"), args
+
+    return [("eager", eager), ("eager CL", eager_cl), ("Inductor", inductor),
+            ("Inductor freezing", inductor_frozen), ("tessera", tessera)]
+
+
+def bench_model(name: str, reps: int) -> list[dict]:
+    rows, fns = [], []
+    ref = None
+    with torch.no_grad():
+        for mode, make in modes(name):
+            torch._dynamo.reset() if mode in ("Inductor", "tessera") else None
+            fn, args = make()
+            t0 = time.perf_counter()
+            out = _first(fn(*args)).float()
+            first = time.perf_counter() - t0
+            if ref is None:
+                ref = out
+            err = (out - ref).abs().max().item()
+            fns.append((mode, fn, args))
+            rows.append({"mode": mode, "first_s": first, "err": err, "ms": []})
+        for fn_ in fns:  # warm-up
+            fn_[1](*fn_[2])
+        for _ in range(reps):
+            for row, (mode, fn, args) in zip(rows, fns):
+                t0 = time.perf_counter()
+                fn(*args)
+                row["ms"].append((time.perf_counter() - t0) * 1e3)
+    for row in rows:
+        row["median_ms"] = statistics.median(row["ms"])
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    print(f"torch {torch.__version__}, {a.threads} threads")
+    table = ["| model | mode | first call (s) | median (ms) | vs Inductor | vs Inductor freezing | max abs diff vs eager |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name in a.models.split(","):
+        rows = bench_model(name, a.reps)
+        by = {r["mode"]: r["median_ms"] for r in rows}
+        for r in rows:
+            line = (f"| {name} | {r['mode']} | {r['first_s']:.1f} | {r['median_ms']:.2f} | "
+                    f"{by['Inductor'] / r['median_ms']:.2f}x | {by['Inductor freezing'] / r['median_ms']:.2f}x | {r['err']:.1e} |")
+            table.append(line)
+            print(line, flush=True)
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""The host graph of the ``kernel`` stage as a runtime :class:`Program`.
+
+    %p = tsr.launch @fused_0(%x, %s) : (...) -> tensor<1x8x6x18x18xf32, #tsr.layout<ndhwc>>
+    %y = tsr.conv %p, %w, %b {...} : (...) -> tensor<1x8x4x16x16xf32, #tsr.layout<ndhwc>>
+    // becomes
+    Alloc(p, ndhwc type); Launch(fused_0, (x, s, p)); Call(oneDNN conv, (p, w, b), (y,))
+
+Each ``tsr.launch`` allocates its results in the layouts their types name and
+launches the compiled kernel (arguments: the launch's operands, then its
+results). Library ops are calls: a convolution goes to oneDNN
+(``aten.mkldnn_convolution``) on the CPU in the layout the passes chose — it
+writes its input's layout, which ``assign-layouts`` made the result's too.
+Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
+left out) runs as ATen through its reference semantics: the program stays
+whole and correct, and :attr:`HostProgram.aten_ops` says what ran that way.
+A library result whose strides differ from its type is stored in the declared
+layout, and counted in :attr:`HostProgram.layout_fixups` (the layout passes
+should leave none).
+"""
+
+from __future__ import annotations
+
+import collections
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.shapes import ints
+from tessera.runtime.layouts import in_layout, is_in_layout
+from tessera.runtime.module import Module
+from tessera.runtime.program import Alloc, Call, Launch, Program
+
+from .errors import TesseraError
+from .interpreter import find_function
+from .interpreter.impls import IMPLS
+from .ir_io import op_location
+
+
+_CPU = types.SimpleNamespace(device=torch.device("cpu"))  # what reference semantics read of their interpreter
+
+
+class HostProgramError(TesseraError):
+    """The host graph has an op the program cannot run."""
+
+
+@dataclass
+class HostProgram:
+    program: Program
+    aten_ops: collections.Counter = field(default_factory=collections.Counter)
+    layout_fixups: list[str] = field(default_factory=list)
+
+    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+        return self.program.run(*tensors)
+
+
+def _scalar_value(op: tsr.ConstantOp):
+    v = op.value.value.data
+    return bool(v) if str(op.result.type) == "i1" else v
+
+
+def _onednn_conv(op: tsr.ConvOp) -> Callable[..., torch.Tensor] | None:
+    """oneDNN's convolution with the op's attributes, or None where ATen's
+    dispatch must choose (tensors oneDNN does not take)."""
+    stride, padding, dilation = ints(op.stride), ints(op.padding), ints(op.dilation)
+    groups = op.groups.value.data
+
+    def conv(x, w, b=None):
+        if x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available():
+            return torch.ops.aten.mkldnn_convolution(x, w, b, padding, stride, dilation, groups)
+        return torch.ops.aten.convolution(x, w, b, stride, padding, dilation, False, [0] * len(stride), groups)
+
+    return conv
+
+
+class _Builder:
+    def __init__(self, kernels: Module | None):
+        self.kernels = kernels
+        self.ids: dict[SSAValue, int] = {}
+        self.scalars: dict[SSAValue, object] = {}
+        self.steps: list = []
+        self.result = HostProgram(Program((), (), ()))
+
+    def buffer(self, v: SSAValue) -> int:
+        if v not in self.ids:
+            self.ids[v] = len(self.ids)
+        return self.ids[v]
+
+    def operand(self, v: SSAValue, user: Operation) -> int:
+        if v not in self.ids:
+            raise HostProgramError(f"'{user.name}' reads a value the program does not hold", op_location(user))
+        return self.ids[v]
+
+    def add(self, op: Operation) -> None:
+        if isinstance(op, tsr.ConstantOp):
+            if isinstance(op.value, DenseIntOrFPElementsAttr):
+                t = in_layout(IMPLS[tsr.ConstantOp](op, _CPU), op.result.type)
+                self.steps.append(Call(lambda t=t: t, (), (self.buffer(op.result),)))
+            else:
+                self.scalars[op.result] = _scalar_value(op)
+        elif isinstance(op, tsr.LaunchOp):
+            if self.kernels is None:
+                raise HostProgramError("the host graph launches kernels but none were compiled", op_location(op))
+            kernel = self.kernels.kernel(op.callee.string_value())
+            outs = [self.buffer(r) for r in op.outs]
+            for b, r in zip(outs, op.outs):
+                self.steps.append(Alloc(b, r.type))
+            args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
+            self.steps.append(Launch(kernel, args))
+        elif isinstance(op, tsr.ConvOp):
+            self._call(op, _onednn_conv(op))
+        elif type(op) in IMPLS:
+            impl = IMPLS[type(op)]
+            self.result.aten_ops[op.name] += 1
+            self._call(op, lambda *xs, op=op, impl=impl: impl(op, _CPU, *xs))
+        else:
+            raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
+
+    def _call(self, op: Operation, fn: Callable) -> None:
+        """``fn`` on the op's tensor operands (scalars bound in place); results
+        stored in the layouts the op's types name."""
+        tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
+        fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
+        types = [r.type for r in op.results]
+        fixups = self.result.layout_fixups
+        where = f"{op.name} at {op_location(op)}"
+
+        def call(*tensors):
+            it = iter(tensors)
+            args = [fixed[i] if i in fixed else next(it) for i in range(len(op.operands))]
+            out = fn(*args)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            placed = []
+            for t, ty in zip(outs, types):
+                if isinstance(ty, TensorType) and not is_in_layout(t, ty):
+                    fixups.append(where)
+                    t = in_layout(t, ty)
+                placed.append(t)
+            return placed
+
+        call.__name__ = op.name
+        args = tuple(self.operand(op.operands[i], op) for i in tensor_pos)
+        self.steps.append(Call(call, args, tuple(self.buffer(r) for r in op.results)))
+
+
+def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward") -> HostProgram:
+    """The program of ``@function`` in ``host``, launching ``kernels``'s kernels."""
+    fn = find_function(host, function)
+    b = _Builder(kernels)
+    inputs = tuple(b.buffer(a) for a in fn.body.block.args)
+    outputs: tuple[int, ...] = ()
+    for op in fn.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            outputs = tuple(b.operand(v, op) for v in op.operands)
+            break
+        b.add(op)
+    b.result.program = Program(tuple(b.steps), inputs, outputs)
+    return b.result

@@ -1,0 +1,144 @@
+"""Index maps of the data-movement ops: where, in an operand, the element at a
+logical index of the result comes from. Indices are ``index`` SSA values;
+every function takes the result index and returns the operand index.
+
+    broadcast [4,1] -> [2,4,8]:  (i, j, k) -> (j, 0)
+    permute dims=[1,0]:          (i, j)    -> (j, i)
+    reshape [2,12] -> [2,3,4]:   (i, j, k) -> (i, j*4 + k)
+    slice dim=1 start=1 step=2:  (i, j)    -> (i, 1 + 2*j)
+    pad low=[2] high=[0]:        (i)       -> (clamp(i - 2)), in bounds iff i - 2 >= 0
+    upsample nearest 16 -> 32:   (..., h)  -> (..., h / 2)
+
+``tsr.relayout`` and ``tsr.convert`` are the identity map: a relayout changes
+only the strides the loads and stores use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, f32, i64
+from xdsl.ir import SSAValue
+
+from .kernel_builder import KernelBuilder
+
+Index = tuple[SSAValue, ...]
+
+
+def broadcast(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int]) -> Index:
+    """Numpy broadcasting (and ``tsr.expand``): ``src`` right-aligned to ``dst``."""
+    lead = len(dst) - len(src)
+    return tuple(kb.index(0) if s == 1 and dst[lead + d] != 1 else idx[lead + d] for d, s in enumerate(src))
+
+
+def permute(idx: Index, dims: Sequence[int]) -> Index:
+    out: list[SSAValue | None] = [None] * len(dims)
+    for i, d in enumerate(dims):
+        out[d] = idx[i]
+    return tuple(out)  # type: ignore[arg-type]
+
+
+def slice_(kb: KernelBuilder, idx: Index, dim: int, start: int, step: int) -> Index:
+    out = list(idx)
+    out[dim] = kb.add(kb.mul(idx[dim], step), start)
+    return tuple(out)
+
+
+def reshape(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int]) -> Index:
+    """Row-major reshape. Dims of size 1 are skipped and the others matched in
+    groups of equal size products, so an unsqueeze costs nothing and a merge
+    or split costs one linearization per group."""
+    out = [kb.index(0)] * len(src)
+    s_dims = [d for d, n in enumerate(src) if n != 1]
+    t_dims = [d for d, n in enumerate(dst) if n != 1]
+    i = j = 0
+    while i < len(s_dims) and j < len(t_dims):
+        gs, gt = [s_dims[i]], [t_dims[j]]
+        ps, pt = src[s_dims[i]], dst[t_dims[j]]
+        i, j = i + 1, j + 1
+        while ps != pt:
+            if ps < pt:
+                gs.append(s_dims[i])
+                ps *= src[s_dims[i]]
+                i += 1
+            else:
+                gt.append(t_dims[j])
+                pt *= dst[t_dims[j]]
+                j += 1
+        lin = kb.index(0)
+        for d in gt:
+            lin = kb.add(kb.mul(lin, dst[d]), idx[d])
+        inner = ps
+        for k, d in enumerate(gs):
+            inner //= src[d]
+            q = kb.div(lin, inner)
+            out[d] = q if k == 0 else kb.rem(q, src[d])
+    return tuple(out)
+
+
+def pad(kb: KernelBuilder, idx: Index, low: Sequence[int], high: Sequence[int],
+        src: Sequence[int]) -> tuple[Index, SSAValue | None]:
+    """The clamped source index and the in-bounds condition (None: always in
+    bounds). The clamped index is always readable, so the producer can be
+    computed unconditionally and the pad value selected where out of bounds."""
+    cond: SSAValue | None = None
+    out = []
+    for d, (i, lo, hi, n) in enumerate(zip(idx, low, high, src)):
+        j = kb.sub(i, lo)
+        if lo > 0:
+            below = kb.cmp("slt", j, 0)
+            cond = kb.both(cond, kb.cmp("sge", j, 0))
+            j = kb.select(below, kb.index(0), j)
+        if hi > 0:
+            above = kb.cmp("sgt", j, n - 1)
+            cond = kb.both(cond, kb.cmp("sle", kb.sub(i, lo), n - 1))
+            j = kb.select(above, kb.index(n - 1), j)
+        out.append(j)
+    return tuple(out), cond
+
+
+def _aten_scale(n_in: int, n_out: int, scale: float | None) -> np.float32:
+    """ATen's ``compute_scales_value<float>``: the source step per output index."""
+    if scale is not None and scale > 0:
+        return np.float32(1.0 / scale)
+    return np.float32(n_in) / np.float32(n_out)
+
+
+def nearest_source(kb: KernelBuilder, i: SSAValue, n_in: int, n_out: int, scale: float | None) -> SSAValue:
+    """ATen's ``nearest_idx``: ``min(floor(i * step), n_in - 1)`` with ``step``
+    an f32, as integer division where that is exactly the same for every ``i``."""
+    if n_in == n_out:
+        return i
+    if n_out == 2 * n_in:
+        return kb.div(i, 2)
+    step = _aten_scale(n_in, n_out, scale)
+    exact = np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * step).astype(np.int64), n_in - 1)
+    if n_out % n_in == 0 and np.array_equal(exact, np.arange(n_out) // (n_out // n_in)):
+        return kb.div(i, n_out // n_in)
+    if n_in % n_out == 0 and np.array_equal(exact, np.arange(n_out) * (n_in // n_out)):
+        return kb.mul(i, n_in // n_out)
+    as_int = kb.value(arith.IndexCastOp(i, i64))
+    prod = kb.value(arith.MulfOp(kb.value(arith.SIToFPOp(as_int, f32)), kb.const(float(step), f32)))
+    src = kb.value(arith.IndexCastOp(kb.value(arith.FPToSIOp(prod, i64)), IndexType()))
+    top = kb.index(n_in - 1)
+    return kb.select(kb.cmp("sgt", src, top), top, src)
+
+
+def upsample_nearest(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int],
+                     scales: Sequence[float] | None) -> Index:
+    """``tsr.upsample`` (nearest): batch and channels map to themselves."""
+    out = list(idx[:2])
+    for k, d in enumerate(range(2, len(src))):
+        out.append(nearest_source(kb, idx[d], src[d], dst[d], scales[k] if scales else None))
+    return tuple(out)
+
+
+def concat_offsets(sizes: Sequence[int]) -> list[int]:
+    """Where each operand of a concat starts along its dim."""
+    offs, at = [], 0
+    for n in sizes:
+        offs.append(at)
+        at += n
+    return offs

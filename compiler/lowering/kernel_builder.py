@@ -1,0 +1,312 @@
+"""Building one kernel function of the kernel IR (docs/kernel-ir.md).
+
+A :class:`KernelBuilder` appends ops to the innermost open block, keeps the
+constants in one pool that ends up at the top of the function, folds and
+reuses index arithmetic, and assembles the function:
+
+    func.func @fused_0(%x: memref<4x8xf32>, %out: memref<4x8xf32>) attributes {tsr.kernel, tsr.outputs = array<i64: 1>} {
+      %c0 = arith.constant 0 : index          // the pool
+      ...
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) { ... scf.reduce }
+      func.return
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StridedLayoutAttr,
+    TensorType,
+    UnitAttr,
+    i1,
+    i8,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.layout import layout_of, strides_for
+
+from ..errors import TesseraError
+
+INDEX = IndexType()
+
+
+class LoweringError(TesseraError):
+    """A ``tsr.fused`` group that cannot be lowered to kernel IR."""
+
+
+def storage_type(elem: Attribute) -> Attribute:
+    """The memref element type of a tensor element type (``ui8`` is stored as ``i8``)."""
+    return i8 if elem == dtypes.ui8 else elem
+
+
+def memref_type(t: TensorType) -> MemRefType:
+    """The memref of a tensor type: static shape, its layout's strides (the
+    identity layout when they are the row-major ones)."""
+    shape = tuple(t.get_shape())
+    perm = layout_of(t)
+    strides = strides_for(shape, perm)
+    elem = storage_type(t.get_element_type())
+    if strides == strides_for(shape, tuple(range(len(shape)))):
+        return MemRefType(elem, shape)
+    return MemRefType(elem, shape, StridedLayoutAttr(list(strides), 0))
+
+
+class KernelBuilder:
+    """Ops of one kernel function under construction."""
+
+    def __init__(self, name: str, arg_types: Sequence[MemRefType], outputs: Sequence[int],
+                 arg_names: Sequence[str] = (), arg_dtypes: Sequence[Attribute | None] = ()):
+        self.name = name
+        self.arg_types = list(arg_types)
+        self.arg_dtypes = list(arg_dtypes)  # an element type the storage type cannot say (ui8 as i8)
+        self.outputs = list(outputs)
+        self.entry = Block(arg_types=self.arg_types)
+        for a, hint in zip(self.entry.args, arg_names):
+            a.name_hint = hint
+        self._const_ops: list[Operation] = []
+        self._consts: dict[tuple, SSAValue] = {}
+        self._const_value: dict[SSAValue, int] = {}
+        self._expr: dict[SSAValue, tuple] = {}  # index value -> (kind, operand, n) of div/rem/mul by a constant
+        self._blocks: list[Block] = []
+        self._caches: list[dict] = []
+
+    # -- insertion ---------------------------------------------------------------------
+    @property
+    def args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.entry.args)
+
+    def emit(self, op: Operation) -> Operation:
+        self._blocks[-1].add_op(op)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        """Emit ``op`` and return its one result."""
+        return self.emit(op).results[0]
+
+    @contextmanager
+    def inside(self, block: Block) -> Iterator[Block]:
+        """Append to ``block`` (a loop or branch body) within the block; values
+        cached there are forgotten when it closes."""
+        self._blocks.append(block)
+        self._caches.append({})
+        try:
+            yield block
+        finally:
+            self._blocks.pop()
+            self._caches.pop()
+
+    def cached(self, key: tuple) -> SSAValue | None:
+        for cache in reversed(self._caches):
+            if key in cache:
+                return cache[key]
+        return None
+
+    def remember(self, key: tuple, value: SSAValue) -> SSAValue:
+        self._caches[-1][key] = value
+        return value
+
+    # -- constants ---------------------------------------------------------------------
+    def const(self, value: float | int | bool, type_: Attribute) -> SSAValue:
+        """A typed ``arith.constant`` from the pool (``index``, an integer or a float type)."""
+        key = (type_, repr(value))
+        if key not in self._consts:
+            if isinstance(type_, (IndexType,)) or dtypes.is_int(type_) or type_ == i1:
+                attr = IntegerAttr(_wrap_int(int(value), type_), type_)
+            else:
+                attr = FloatAttr(float(value), type_)
+            op = arith.ConstantOp(attr)
+            self._const_ops.append(op)
+            self._consts[key] = op.result
+            if isinstance(type_, IndexType):
+                self._const_value[op.result] = int(value)
+        return self._consts[key]
+
+    def index(self, n: int) -> SSAValue:
+        return self.const(n, INDEX)
+
+    def known(self, v: SSAValue) -> int | None:
+        """The value of an index constant from the pool, else None."""
+        return self._const_value.get(v)
+
+    # -- index arithmetic (folded and reused) ------------------------------------------
+    def _arith(self, cls: type[Operation], *operands: SSAValue, **kw) -> SSAValue:
+        key = (cls, *operands, *sorted(kw.items()))
+        hit = self.cached(key)
+        if hit is not None:
+            return hit
+        return self.remember(key, self.value(cls(*operands, **kw)))
+
+    def add(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.index(b) if isinstance(b, int) else b
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return self.index(ka + kb)
+        if ka == 0:
+            return b
+        if kb == 0:
+            return a
+        for x, y in ((a, b), (b, a)):  # (v / n) * n + v % n == v
+            m, r = self._expr.get(x), self._expr.get(y)
+            if m and r and m[0] == "mul" and r[0] == "rem":
+                q = self._expr.get(m[1])
+                if q == ("div", r[1], r[2]) and m[2] == r[2]:
+                    return r[1]
+        return self._arith(arith.AddiOp, a, b)
+
+    def sub(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        b = self.index(b) if isinstance(b, int) else b
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return self.index(ka - kb)
+        if kb == 0:
+            return a
+        return self._arith(arith.SubiOp, a, b)
+
+    def mul(self, a: SSAValue, n: int) -> SSAValue:
+        ka = self.known(a)
+        if ka is not None:
+            return self.index(ka * n)
+        if n == 1:
+            return a
+        if n == 0:
+            return self.index(0)
+        return self._note(self._arith(arith.MuliOp, a, self.index(n)), "mul", a, n)
+
+    def div(self, a: SSAValue, n: int) -> SSAValue:
+        ka = self.known(a)
+        if ka is not None:
+            return self.index(ka // n)
+        if n == 1:
+            return a
+        return self._note(self._arith(arith.DivUIOp, a, self.index(n)), "div", a, n)
+
+    def rem(self, a: SSAValue, n: int) -> SSAValue:
+        ka = self.known(a)
+        if ka is not None:
+            return self.index(ka % n)
+        if n == 1:
+            return self.index(0)
+        return self._note(self._arith(arith.RemUIOp, a, self.index(n)), "rem", a, n)
+
+    def _note(self, v: SSAValue, kind: str, a: SSAValue, n: int) -> SSAValue:
+        self._expr[v] = (kind, a, n)
+        return v
+
+    def cmp(self, pred: str, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        """``a PRED b`` on signed indices (``slt``, ``sge``, ...)."""
+        b = self.index(b) if isinstance(b, int) else b
+        return self._arith(arith.CmpiOp, a, b, arg=pred)
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self._arith(arith.SelectOp, cond, a, b)
+
+    def both(self, a: SSAValue | None, b: SSAValue) -> SSAValue:
+        return b if a is None else self._arith(arith.AndIOp, a, b)
+
+    def clamp(self, a: SSAValue, hi: int) -> SSAValue:
+        """``min(max(a, 0), hi)`` with compares and selects."""
+        zero, top = self.index(0), self.index(hi)
+        a = self.select(self.cmp("slt", a, zero), zero, a)
+        return self.select(self.cmp("sgt", a, top), top, a)
+
+    # -- memory --------------------------------------------------------------------------
+    def load(self, ref: SSAValue, idx: Sequence[SSAValue]) -> SSAValue:
+        key = ("load", ref, *idx)
+        hit = self.cached(key)
+        if hit is not None:
+            return hit
+        return self.remember(key, self.value(memref.LoadOp.get(ref, list(idx))))
+
+    def store(self, v: SSAValue, ref: SSAValue, idx: Sequence[SSAValue]) -> None:
+        self.emit(memref.StoreOp.get(v, ref, list(idx)))
+
+    # -- structured control flow ----------------------------------------------------------
+    def for_loop(self, upper: int, inits: Sequence[SSAValue],
+                 body: Callable[[SSAValue, tuple[SSAValue, ...]], Sequence[SSAValue]]) -> tuple[SSAValue, ...]:
+        """``scf.for %i = 0 to upper step 1 iter_args(inits)``; ``body(i, accs)``
+        returns the next accumulators (nothing without ``inits``)."""
+        block = Block(arg_types=[INDEX, *(v.type for v in inits)])
+        with self.inside(block):
+            nxt = body(block.args[0], tuple(block.args[1:]))
+            self.emit(scf.YieldOp(*nxt))
+        loop = self.emit(scf.ForOp(self.index(0), self.index(upper), self.index(1), list(inits), Region(block)))
+        return tuple(loop.results)
+
+    def if_else(self, cond: SSAValue, types: Sequence[Attribute],
+                then: Callable[[], Sequence[SSAValue]], other: Callable[[], Sequence[SSAValue]]) -> tuple[SSAValue, ...]:
+        blocks = []
+        for fn in (then, other):
+            block = Block()
+            with self.inside(block):
+                self.emit(scf.YieldOp(*fn()))
+            blocks.append(block)
+        op = self.emit(scf.IfOp(cond, list(types), Region(blocks[0]), Region(blocks[1])))
+        return tuple(op.results)
+
+    def parallel(self, grid: Sequence[int], body: Callable[[tuple[SSAValue, ...]], None]) -> None:
+        """The kernel's one top-level ``scf.parallel`` over ``grid`` (``(1)`` when empty)."""
+        grid = list(grid) or [1]
+        block = Block(arg_types=[INDEX] * len(grid))
+        self._blocks.append(self.entry)
+        self._caches.append({})
+        with self.inside(block):
+            body(tuple(block.args))
+            self.emit(scf.ReduceOp())
+        zeros, ones = [self.index(0)] * len(grid), [self.index(1)] * len(grid)
+        self.emit(scf.ParallelOp(zeros, [self.index(n) for n in grid], ones, Region(block)))
+        self._blocks.pop()
+        self._caches.pop()
+        self.grid = tuple(grid)
+
+    def finish(self) -> func.FuncOp:
+        """The kernel function: the constant pool, the parallel loop, ``func.return``."""
+        _prune(self.entry)
+        first = self.entry.first_op
+        for op in self._const_ops:
+            if not op.result.uses:
+                continue
+            if first is None:
+                self.entry.add_op(op)
+            else:
+                self.entry.insert_op_before(op, first)
+        self.entry.add_op(func.ReturnOp())
+        arg_attrs = None
+        if any(d is not None for d in self.arg_dtypes):
+            arg_attrs = ArrayAttr([DictionaryAttr({"tsr.dtype": d} if d is not None else {}) for d in self.arg_dtypes])
+        fn = func.FuncOp(self.name, (self.arg_types, []), Region(self.entry), arg_attrs=arg_attrs)
+        fn.attributes["tsr.kernel"] = UnitAttr()
+        fn.attributes["tsr.outputs"] = DenseArrayBase.from_list(i64, self.outputs)
+        return fn
+
+
+def _prune(block: Block) -> None:
+    """Erase the arith/math ops whose results nothing uses (operands computed
+    for an op that did not need them, such as the exponent of ``x ** 2``)."""
+    for op in list(block.walk(reverse=True)):
+        if op.dialect_name() in ("arith", "math") and not any(r.uses for r in op.results):
+            op.detach()
+            op.erase()
+
+
+def _wrap_int(v: int, t: Attribute) -> int:
+    """An integer as the signless constant of its width holds it (two's complement)."""
+    if isinstance(t, IndexType) or t == i1:
+        return v
+    width = t.width.data
+    v &= (1 << width) - 1
+    return v - (1 << width) if v >= 1 << (width - 1) else v
+
+

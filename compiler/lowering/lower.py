@@ -1,0 +1,186 @@
+"""``lower_to_kernels``: the ``fused`` stage to the ``kernel`` stage (docs/kernel-ir.md).
+
+Each ``tsr.fused`` becomes a kernel function and, in the host graph, a
+``tsr.launch`` of it; library ops stay as they are:
+
+    %y = tsr.fused (%x) : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>> {...}
+    // host:
+    %y = tsr.launch @fused_0(%x) : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+    // kernels:
+    func.func @fused_0(%arg0: memref<1x8x4x4xf32, strided<[128, 1, 32, 8]>>,
+                       %arg1: memref<1x8x4x4xf32, strided<[128, 1, 32, 8]>>) attributes {tsr.kernel, tsr.outputs = array<i64: 1>} {
+      scf.parallel (%h, %w) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {   // n is 1: not a loop
+        scf.for %c = %c0 to %c8 step %c1 { ... memref.store ... }      // contiguous dim innermost
+        scf.reduce
+      }
+      func.return
+    }
+
+Kernel arguments are the fused op's operands, then its results. Grid: a
+pointwise kernel is parallel over the dims of its (first) output's memory
+order except the innermost, which is an ``scf.for``; a reduction kernel is
+parallel over every kept dim, with the reduced dims as loops inside. Dims of
+size 1 are not looped over. Kernels that come out identical share one
+function (three relayouts of same-shaped weights launch one kernel).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.printer import Printer
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import layout_of
+from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
+from tessera.dialects.tsr.shapes import elem_of, shape_of
+
+from ..ir_io import op_location
+from .kernel_builder import KernelBuilder, LoweringError, memref_type, storage_type
+from .reductions import ReductionLoops
+from .scalar_ops import Numerics, ScalarLowering
+from .values import ValueEmitter
+
+
+@dataclass
+class KernelProgramIR:
+    """The ``kernel`` stage: the host graph (``@forward`` with ``tsr.launch``es
+    and library ops) and the module of kernel functions."""
+
+    host: ModuleOp
+    kernels: ModuleOp
+
+    def text(self) -> str:
+        return f"// ----- host\n{_print(self.host)}\n// ----- kernels\n{_print(self.kernels)}\n"
+
+
+def _print(op: Operation) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue()
+
+
+def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics()) -> func.FuncOp:
+    """The kernel function computing ``op``'s results from its operands."""
+    n_in, n_out = len(op.inputs), len(op.outs)
+    arg_types = [memref_type(v.type) for v in op.inputs] + [memref_type(r.type) for r in op.outs]
+    names = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
+    elems = [elem_of(v.type) for v in (*op.inputs, *op.outs)]
+    dtypes_ = [e if e != storage_type(e) else None for e in elems]
+    kb = KernelBuilder(name, arg_types, list(range(n_in, n_in + n_out)), names, dtypes_)
+    scalars = ScalarLowering(kb, numerics)
+    body = op.body.block
+    values = ValueEmitter(kb, scalars, body, kb.args[:n_in])
+    outs = list(zip(op.yield_op.values, kb.args[n_in:]))
+    reductions = [o for o in body.ops if isinstance(o, REDUCTION_OPS)]
+    if reductions:
+        _reduction_kernel(kb, scalars, values, reductions, outs)
+    else:
+        _pointwise_kernel(kb, scalars, values, outs)
+    return kb.finish()
+
+
+def _loop_dims(t) -> list[int]:
+    """The dims of a tensor type worth a loop, outermost first in memory."""
+    shape = shape_of(t)
+    return [d for d in layout_of(t) if shape[d] != 1]
+
+
+def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs) -> None:
+    first = outs[0][0].type
+    shape = shape_of(first)
+    for v, _ in outs:
+        if shape_of(v.type) != shape:
+            raise LoweringError(
+                f"the results of a pointwise tsr.fused must have one shape, got {list(shape)} and {list(shape_of(v.type))}"
+            )
+    dims = _loop_dims(first)
+    inner = dims[-1] if dims else None
+    grid_dims = dims[:-1]
+
+    def point(at: dict[int, object]) -> None:
+        idx = tuple(at.get(d, kb.index(0)) for d in range(len(shape)))
+        for v, ref in outs:
+            scalars.store(values.at(v, idx), ref, idx, elem_of(v.type))
+
+    def grid_body(ivs) -> None:
+        at = dict(zip(grid_dims, ivs))
+        if inner is None:
+            point(at)
+            return
+
+        def inner_body(iv, _accs) -> list:
+            point({**at, inner: iv})
+            return []
+
+        kb.for_loop(shape[inner], [], inner_body)
+
+    kb.parallel([shape[d] for d in grid_dims], grid_body)
+
+
+def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, reductions, outs) -> None:
+    for v, _ in outs:
+        if not isinstance(v.owner, REDUCTION_OPS):
+            raise LoweringError("a tsr.fused with reductions may only yield reduction results")
+    loops = ReductionLoops(kb, scalars, values, reductions)
+    red, rank = loops.dims, len(loops.shape)
+    kept_dims = [d for d in range(rank) if d not in red]
+    first = outs[0][0]
+    keepdim = bool(first.owner.keepdim.value.data)
+    out_shape = shape_of(first.type)
+    grid_dims = _loop_dims(first.type)
+
+    def out_to_in(d: int) -> int:
+        return d if keepdim else kept_dims[d]
+
+    def grid_body(ivs) -> None:
+        kept = {out_to_in(d): iv for d, iv in zip(grid_dims, ivs)}
+        results = loops.emit(kept)
+        zero = kb.index(0)
+        for v, ref in outs:
+            r = v.owner
+            if r.keepdim.value.data:
+                idx = tuple(zero if d in red else kept.get(d, zero) for d in range(rank))
+            else:
+                idx = tuple(kept.get(d, zero) for d in kept_dims)
+            scalars.store(results[r], ref, idx, elem_of(v.type))
+
+    kb.parallel([out_shape[d] for d in grid_dims], grid_body)
+
+
+def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True) -> KernelProgramIR:
+    """Lower every ``tsr.fused`` of ``module`` (the ``fused`` stage, not
+    modified) to a kernel and a ``tsr.launch``. ``half_in_f32``: compute
+    ``f16``/``bf16`` in ``f32`` (x86, CUDA) or natively (Metal)."""
+    numerics = Numerics(half_in_f32)
+    host = module.clone()
+    kernels = ModuleOp([])
+    by_text: dict[str, str] = {}
+    fused = [op for op in host.walk() if isinstance(op, tsr.FusedOp)]
+    for op in fused:
+        name = f"fused_{len(by_text)}"
+        try:
+            kernel = lower_fused(op, name, numerics)
+        except LoweringError as e:
+            raise LoweringError(e.message, e.location or op_location(op)) from None
+        text = _print(kernel).replace(f"@{name}(", "@(", 1)
+        if text in by_text:
+            name = by_text[text]
+        else:
+            by_text[text] = name
+            kernels.body.block.add_op(kernel)
+        launch = tsr.LaunchOp(name, list(op.inputs), [r.type for r in op.outs])
+        block = op.parent_block()
+        block.insert_op_before(launch, op)
+        for old, new in zip(op.outs, launch.outs):
+            new.name_hint = old.name_hint
+            old.replace_all_uses_with(new)
+        block.detach_op(op)
+        op.erase()
+    return KernelProgramIR(host, kernels)
+
+

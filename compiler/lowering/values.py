@@ -1,0 +1,121 @@
+"""The scalar value of a ``tsr`` value of a fused body at a logical index.
+
+A fused body is lowered by pulling: the kernel asks for its yielded values at
+the index of the output element it writes, and each op asks for its operands
+at the indices its index map gives (``index_maps``), down to loads from the
+kernel's input memrefs. Within one loop body a (value, index) pair is
+computed once; an op used at several indices (a pad's producer, a broadcast
+statistic) is computed at each.
+
+    %p = tsr.pad %s, %zero {low = [1], high = [1]}     // value_at(%p, i):
+    %s = tsr.silu %x                                   //   j = clamp(i - 1), ok = 1 <= i <= n
+                                                       //   select(ok, silu(load %x[j]), 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
+from xdsl.ir import Block, BlockArgument, SSAValue
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
+from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
+
+from . import index_maps as im
+from .kernel_builder import KernelBuilder, LoweringError
+from .scalar_ops import ScalarLowering
+
+Index = tuple[SSAValue, ...]
+
+
+class ValueEmitter:
+    """Emits the scalar ops computing values of ``body`` (a ``tsr.fused`` block
+    whose arguments are read from ``inputs``, the kernel's input memrefs)."""
+
+    def __init__(self, kb: KernelBuilder, scalars: ScalarLowering, body: Block, inputs: Sequence[SSAValue]):
+        self.kb = kb
+        self.sc = scalars
+        self.inputs = dict(zip(body.args, inputs))
+
+    def at(self, v: SSAValue, idx: Index) -> SSAValue:
+        """The value of ``v`` at logical index ``idx``, in its compute type."""
+        key = ("value", v, *idx)
+        hit = self.kb.cached(key)
+        if hit is None:
+            hit = self.kb.remember(key, self._compute(v, idx))
+        return hit
+
+    def _compute(self, v: SSAValue, idx: Index) -> SSAValue:
+        kb = self.kb
+        if isinstance(v, BlockArgument):
+            return self.sc.load(self.inputs[v], idx, elem_of(v.type))
+        op = v.owner
+        if isinstance(op, tsr.ConstantOp):
+            if isinstance(op.value, (FloatAttr, IntegerAttr)):
+                return self.sc.literal(op.value)
+            raise LoweringError("a tensor constant inside a fused body cannot be lowered; pass it as an operand")
+        out_shape = shape_of(v.type)
+        if isinstance(op, ELEMENTWISE_OPS):
+            args = []
+            for x in op.operands:
+                if isinstance(x.type, TensorType):
+                    args.append((self.at(x, im.broadcast(kb, idx, shape_of(x.type), out_shape)), elem_of(x.type), True))
+                else:
+                    args.append((self.at(x, ()), x.type, False))
+            return self.sc.elementwise(op, args)
+        if isinstance(op, tsr.ConvertOp):
+            return self.sc.convert(self.at(op.input, idx), elem_of(op.input.type), elem_of(v.type))
+        if isinstance(op, tsr.RelayoutOp):
+            return self.at(op.input, idx)
+        if isinstance(op, tsr.ExpandOp):
+            return self.at(op.input, im.broadcast(kb, idx, shape_of(op.input.type), out_shape))
+        if isinstance(op, tsr.PermuteOp):
+            return self.at(op.input, im.permute(idx, ints(op.dims)))
+        if isinstance(op, tsr.ReshapeOp):
+            return self.at(op.input, im.reshape(kb, idx, shape_of(op.input.type), out_shape))
+        if isinstance(op, tsr.SliceOp):
+            dim = op.dim.value.data % len(out_shape)
+            return self.at(op.input, im.slice_(kb, idx, dim, op.start.value.data, op.step.value.data))
+        if isinstance(op, tsr.PadOp):
+            return self._pad(op, idx)
+        if isinstance(op, tsr.ConcatOp):
+            return self._concat(op, idx)
+        if isinstance(op, tsr.UpsampleOp) and op.mode.data == "nearest":
+            scales = list(op.scales.get_values()) if op.scales is not None else None
+            return self.at(op.input, im.upsample_nearest(kb, idx, shape_of(op.input.type), out_shape, scales))
+        raise LoweringError(f"'{op.name}' cannot be computed inside a pointwise kernel")
+
+    def _pad(self, op: tsr.PadOp, idx: Index) -> SSAValue:
+        src, cond = im.pad(self.kb, idx, ints(op.low), ints(op.high), shape_of(op.input.type))
+        x = self.at(op.input, src)
+        if cond is None:
+            return x
+        elem = elem_of(op.result.type)
+        fill = self.sc.convert(self.at(op.value, ()), op.value.type, elem)
+        return self.kb.select(cond, x, fill)
+
+    def _concat(self, op: tsr.ConcatOp, idx: Index) -> SSAValue:
+        """A chain of ``scf.if``: each operand is computed only where it is read."""
+        kb = self.kb
+        dim = op.dim.value.data % len(idx)
+        sizes = [shape_of(x.type)[dim] for x in op.inputs]
+        offsets = im.concat_offsets(sizes)
+        elem = elem_of(op.result.type)
+        ctype = self.sc.num.compute(elem)
+
+        def piece(k: int) -> SSAValue:
+            x = op.inputs[k]
+            at = list(idx)
+            at[dim] = kb.sub(idx[dim], offsets[k])
+            return self.sc.convert(self.at(x, tuple(at)), elem_of(x.type), elem)
+
+        def chain(k: int) -> SSAValue:
+            if k == len(sizes) - 1:
+                return piece(k)
+            cond = kb.cmp("slt", idx[dim], offsets[k + 1])
+            (r,) = kb.if_else(cond, [ctype], lambda: [piece(k)], lambda: [chain(k + 1)])
+            return r
+
+        return chain(0)

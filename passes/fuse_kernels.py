@@ -1,0 +1,329 @@
+"""``fuse-kernels``: groups pointwise, data-movement and reduction ops into
+``tsr.fused`` regions, each of which becomes one kernel.
+
+    %v = tsr.var %x {dims = array<i64: 2>, keepdim = true, ...}  : (tensor<1x8x64xf32>) -> tensor<1x8x1xf32>
+    %m = tsr.mean %x {dims = array<i64: 2>, keepdim = true}       : (tensor<1x8x64xf32>) -> tensor<1x8x1xf32>
+    %a = tsr.add %v, %eps ...    %r = tsr.rsqrt %a ...    %s = tsr.sub %x, %m ...    %y = tsr.mul %s, %r ...
+    // becomes two kernels: the reductions, then everything that reads them
+    %v2, %m2 = tsr.fused (%x) : (...) -> (...) { ... tsr.var ... tsr.mean ... tsr.yield ... }
+    %y2 = tsr.fused (%x, %v2, %m2) : (...) -> ... { ... tsr.rsqrt ... tsr.mul ... tsr.yield ... }
+
+What fuses: elementwise ops, ``tsr.convert``, ``tsr.relayout``, ``tsr.pad``,
+``tsr.expand``/``reshape``/``permute``/``slice``/``concat``, nearest
+``tsr.upsample``, scalar ``tsr.constant``s and the reductions (sum, mean,
+amax, amin, var). Everything else (``tsr.conv``, the matrix products,
+``tsr.aten_call``, bilinear upsampling, tensor constants) stays on the host
+and bounds the groups.
+
+The grouping rule (ops are visited consumers first, i.e. in reverse program order):
+
+1. A reduction ends a group: it starts a *reduction group* whose outputs are
+   its reductions, and its consumers start new groups. Reductions of the same
+   value over the same dims share one group (GroupNorm's var and mean: one
+   pass over the data). So GroupNorm is one reduction kernel plus one
+   pointwise kernel, as Inductor makes it.
+2. An op whose users all lie in one group joins that group: a pointwise
+   group computes it at the indices its consumers need (elementwise chains,
+   broadcasts, pads, reshapes fold into the kernel that consumes them); a
+   reduction group computes it inside its reduction loop (a prologue).
+3. An op with users in several groups, or with a user outside every group
+   (a library op, ``func.return``), is materialized: it is the output of a
+   new pointwise group, which the other groups read. Recomputation instead
+   of materialization is allowed only for ops that do no arithmetic: scalar
+   constants (copied into every group that uses them) and data-movement ops
+   (convert, relayout, pad, expand, reshape, permute, slice, concat, nearest
+   upsample), which are copied into each consuming group and, if something
+   outside the groups also reads them, materialized once more.
+4. A group that is nothing but one reshape, permute or relayout whose result
+   is its input's memory read another way (a view: ``permute`` of a weight
+   feeding ``tsr.addmm``) is left on the host as that op, not made a copy kernel.
+
+Hence a pointwise group has one output and one iteration space (its
+output's shape), and a reduction group's outputs are reductions of one
+shape over the same dims. Groups never form a cycle: when an op joins a
+group, every op already grouped comes after it in program order, so no path
+leads from the group back to the op's operands; sibling reductions read the
+same value. The function is then re-emitted in a topological order of host
+ops and groups (each group where its last op was, when dependencies allow).
+Ops without users are left alone (``dce`` removes them); running the pass
+twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from tessera.compiler.errors import TesseraError
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import layout_of, strides_for
+from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
+from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
+from tessera.dialects.tsr.shapes import ints, shape_of
+
+
+class FusionError(TesseraError):
+    """The grouping of a function could not be emitted (an internal inconsistency)."""
+
+
+_MOVEMENT_OPS = (tsr.ConvertOp, tsr.RelayoutOp, tsr.ExpandOp, tsr.ReshapeOp, tsr.PermuteOp, tsr.SliceOp, tsr.ConcatOp)
+
+
+def _is_scalar_constant(v: SSAValue) -> bool:
+    return isinstance(v.owner, tsr.ConstantOp) and not isinstance(v.type, TensorType)
+
+
+def op_kind(op: Operation) -> str | None:
+    """How ``op`` fuses: ``constant``, ``reduction``, ``movement`` (no
+    arithmetic: may be recomputed), ``compute``, or None (stays on the host)."""
+    if isinstance(op, tsr.ConstantOp):
+        return None if isinstance(op.result.type, TensorType) else "constant"
+    if isinstance(op, REDUCTION_OPS):
+        return "reduction"
+    if isinstance(op, ELEMENTWISE_OPS):
+        scalars_ok = all(isinstance(v.type, TensorType) or _is_scalar_constant(v) for v in op.operands)
+        return "compute" if scalars_ok else None
+    if isinstance(op, _MOVEMENT_OPS):
+        return "movement"
+    if isinstance(op, tsr.PadOp):
+        return "movement" if _is_scalar_constant(op.value) else None
+    if isinstance(op, tsr.UpsampleOp):
+        return "movement" if op.mode.data == "nearest" else None
+    return None
+
+
+@dataclass(eq=False)
+class _Group:
+    kind: str  # "pointwise" | "reduction"
+    ops: list[Operation] = field(default_factory=list)
+
+
+def _users(op: Operation) -> list[Operation]:
+    seen: dict[Operation, None] = {}
+    for r in op.results:
+        for use in r.uses:
+            seen.setdefault(use.operation, None)
+    return list(seen)
+
+
+def _view_strides(shape: Sequence[int], strides: Sequence[int], new_shape: Sequence[int]) -> list[int] | None:
+    """The strides of ``new_shape`` viewing a ``shape``/``strides`` tensor's
+    memory, or None when a reshape there needs a copy (ATen's computeStride)."""
+    if not shape:
+        return [1] * len(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = strides[d - 1]
+                tensor_numel = view_numel = 1
+    return new_strides if view_d == -1 else None
+
+
+def is_view(op: Operation) -> bool:
+    """A reshape/permute/relayout whose result, in its layout, is its input's
+    memory read another way (so the runtime can alias it instead of copying)."""
+    if not isinstance(op, (tsr.ReshapeOp, tsr.PermuteOp, tsr.RelayoutOp)):
+        return False
+    src, dst = op.input.type, op.result.type
+    in_shape, out_shape = shape_of(src), shape_of(dst)
+    in_strides = strides_for(in_shape, layout_of(src))
+    if isinstance(op, tsr.ReshapeOp):
+        got = _view_strides(in_shape, in_strides, out_shape)
+    elif isinstance(op, tsr.PermuteOp):
+        got = [in_strides[d] for d in ints(op.dims)]
+    else:
+        got = list(in_strides)
+    if got is None:
+        return False
+    want = strides_for(out_shape, layout_of(dst))
+    return all(g == w or n == 1 for g, w, n in zip(got, want, out_shape))
+
+
+@dataclass
+class _Partition:
+    groups: list[_Group]
+    member: dict[Operation, list[_Group]]  # the groups an op is computed in
+    home: dict[Operation, _Group]  # the group whose output an op's result is
+
+
+def partition(block: Block) -> _Partition:
+    """Assign the ops of a function body to groups (the rule of the module docstring)."""
+    groups: list[_Group] = []
+    member: dict[Operation, list[_Group]] = {}
+    home: dict[Operation, _Group] = {}
+    siblings: dict[tuple, _Group] = {}
+
+    def new_group(kind: str, op: Operation) -> _Group:
+        g = _Group(kind)
+        groups.append(g)
+        home[op] = g
+        return g
+
+    def join(op: Operation, gs: Sequence[_Group]) -> None:
+        for g in gs:
+            g.ops.append(op)
+        member[op] = list(gs)
+
+    for op in reversed(list(block.ops)):
+        kind = op_kind(op)
+        users = _users(op)
+        if kind is None or not users:
+            continue
+        in_groups: dict[_Group, None] = {}
+        for u in users:
+            for g in member.get(u, ()):
+                in_groups.setdefault(g, None)
+        ug = list(in_groups)
+        external = any(not member.get(u) for u in users)
+        if kind == "constant":
+            join(op, ug)  # host users, if any, keep the original
+        elif kind == "reduction":
+            key = (op.input, op.reduced_dims())
+            g = siblings.get(key)
+            if g is None:
+                g = siblings[key] = new_group("reduction", op)
+            home[op] = g
+            join(op, [g])
+        elif not external and len(ug) == 1:
+            join(op, ug)
+        elif kind == "movement" and ug:
+            gs = ug + ([new_group("pointwise", op)] if external else [])
+            join(op, gs)
+        else:
+            join(op, [new_group("pointwise", op)])
+
+    # Rule 4: a lone view stays a host op.
+    for g in list(groups):
+        real = [op for op in g.ops if op_kind(op) != "constant"]
+        if len(real) == 1 and is_view(real[0]) and home.get(real[0]) is g:
+            groups.remove(g)
+            del home[real[0]]
+            for op in g.ops:
+                member[op] = [x for x in member[op] if x is not g]
+    return _Partition(groups, member, home)
+
+
+def _emit(block: Block, part: _Partition) -> None:
+    """Re-emit ``block``: host ops and one ``tsr.fused`` per group, in a topological order."""
+    ops = list(block.ops)
+    pos = {op: i for i, op in enumerate(ops)}
+    host = [op for op in ops if not part.member.get(op) or (
+        op_kind(op) == "constant" and any(not part.member.get(u) for u in _users(op)))]
+    host_set = set(host)
+
+    # Each group's ops in program order, inputs and outputs.
+    g_ops = {g: sorted(set(g.ops), key=pos.__getitem__) for g in part.groups}
+    g_inputs: dict[_Group, list[SSAValue]] = {}
+    g_outputs: dict[_Group, list[SSAValue]] = {}
+    producer: dict[SSAValue, object] = {}  # value -> node (host op or group) on the host
+    for op in host:
+        for r in op.results:
+            producer[r] = op
+    for g, gops in g_ops.items():
+        inside = set(gops)
+        seen: dict[SSAValue, None] = {}
+        for op in gops:
+            for v in op.operands:
+                if not (isinstance(v.owner, Operation) and v.owner in inside):
+                    seen.setdefault(v, None)
+        g_inputs[g] = list(seen)
+        g_outputs[g] = [op.results[0] for op in gops if part.home.get(op) is g]
+        for r in g_outputs[g]:
+            producer[r] = g
+
+    nodes: list[object] = [*host, *part.groups]
+    deps: dict[object, list[SSAValue]] = {op: list(op.operands) for op in host}
+    deps.update(g_inputs)
+    key = {op: pos[op] for op in host}
+    for g, gops in g_ops.items():
+        key[g] = max(pos[o] for o in gops)
+    terminator = block.last_op
+    if terminator is not None and terminator in key:
+        key[terminator] = len(ops)
+    users_of: dict[object, list[object]] = {n: [] for n in nodes}
+    indegree = {n: 0 for n in nodes}
+    for n in nodes:
+        preds = {producer[v] for v in deps[n] if v in producer}
+        if any(isinstance(v.owner, Operation) and v not in producer for v in deps[n]):
+            missing = next(v for v in deps[n] if isinstance(v.owner, Operation) and v not in producer)
+            raise FusionError(f"internal: value {missing.name_hint or ''} of '{missing.owner.name}' is not materialized")
+        indegree[n] = len(preds)
+        for p in preds:
+            users_of[p].append(n)
+    index = {id(n): i for i, n in enumerate(nodes)}
+    heap = [(key[n], index[id(n)], n) for n in nodes if indegree[n] == 0]
+    heapq.heapify(heap)
+    order: list[object] = []
+    while heap:
+        _, _, n = heapq.heappop(heap)
+        order.append(n)
+        for u in users_of[n]:
+            indegree[u] -= 1
+            if indegree[u] == 0:
+                heapq.heappush(heap, (key[u], index[id(u)], u))
+    if len(order) != len(nodes):
+        raise FusionError("internal: the fusion groups form a cycle")
+
+    for op in ops:
+        block.detach_op(op)
+    mapping: dict[SSAValue, SSAValue] = {}
+    for n in order:
+        if isinstance(n, Operation):
+            n.operands = [mapping.get(v, v) for v in n.operands]
+            block.add_op(n)
+            continue
+        inputs = g_inputs[n]
+        region, body = tsr.FusedOp.empty_body([v.type for v in inputs])
+        vm: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+        for a, v in zip(body.args, inputs):
+            a.name_hint = v.name_hint
+        for op in g_ops[n]:
+            clone = op.clone(value_mapper=vm)
+            body.add_op(clone)
+            for old, new in zip(op.results, clone.results):
+                vm[old] = new
+        outs = g_outputs[n]
+        body.add_op(tsr.YieldOp([vm[v] for v in outs]))
+        fused = tsr.FusedOp([mapping.get(v, v) for v in inputs], [v.type for v in outs], region)
+        block.add_op(fused)
+        for old, new in zip(outs, fused.results):
+            new.name_hint = old.name_hint
+            mapping[old] = new
+    for op in ops:
+        if op not in host_set:
+            op.erase(safe_erase=False)
+
+
+def fuse_function(fn: func.FuncOp) -> None:
+    block = fn.body.block
+    part = partition(block)
+    if part.groups:
+        _emit(block, part)
+
+
+@dataclass(frozen=True)
+class FuseKernels(ModulePass):
+    name = "fuse-kernels"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [o for o in op.walk() if isinstance(o, func.FuncOp)]:
+            if fn.body.blocks:
+                fuse_function(fn)

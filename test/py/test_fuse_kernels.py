@@ -1,0 +1,336 @@
+"""``tsr.fused``/``tsr.launch`` and the ``fuse-kernels`` pass: round trips and
+verifiers, the grouping rule on small graphs, and differential checks (the
+reference interpreter gives the same outputs before and after the pass) on
+hand-written graphs and on every example model's ``graph-opt`` IR."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from tessera.compiler.capture import capture
+from tessera.compiler.context import make_context
+from tessera.compiler.errors import ParseError, VerificationError
+from tessera.compiler.interpreter import InterpreterError, interpret
+from tessera.compiler.ir_io import print_module, verify_module
+from tessera.compiler.stages import run_stages
+from tessera.dialects import tsr
+from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
+from tessera.passes.fuse_kernels import FuseKernels, is_view, op_kind
+
+from conftest import EXAMPLE_NAMES, example, placeholder_inputs
+from pass_testing import assert_same_outputs, parse, random_inputs, tensor_type as T
+
+
+def fuse(module):
+    """A verified clone of ``module`` after fuse-kernels."""
+    after = module.clone()
+    FuseKernels().apply(make_context(), after)
+    verify_module(after)
+    return after
+
+
+def check_fusion(text: str, seeds=(0, 1), rtol=None):
+    """Parse, fuse, compare outputs on random inputs, check idempotence; the fused module."""
+    before = parse(text)
+    after = fuse(before)
+    for seed in seeds:
+        assert_same_outputs(before, after, rtol=rtol, seed=seed)
+    assert print_module(fuse(after)) == print_module(after), "fuse-kernels is not idempotent"
+    return after
+
+
+def fused_ops(module) -> list[tsr.FusedOp]:
+    return [op for op in module.walk() if isinstance(op, tsr.FusedOp)]
+
+
+def top_level(module) -> list:
+    fn = next(op for op in module.walk() if op.name == "func.func")
+    return list(fn.body.block.ops)
+
+
+def body_names(f: tsr.FusedOp) -> list[str]:
+    return [op.name for op in f.body.block.ops if op.name not in ("tsr.yield", "tsr.constant")]
+
+
+# -- the ops ------------------------------------------------------------------------------------
+X = T((4, 8))
+FUSED = f"""
+func.func @forward(%x: {X}, %b: {T((8,))}) -> ({T((4, 8), layout=(1, 0))}, {T((4, 1))}) {{
+  %y, %s = tsr.fused (%x, %b) : ({X}, {T((8,))}) -> ({T((4, 8), layout=(1, 0))}, {T((4, 1))}) {{
+  ^bb0(%a: {X}, %c: {T((8,))}):
+    %h = tsr.constant 5.000000e-01 : f32
+    %m = tsr.mul %a, %h : ({X}, f32) -> {X}
+    %z = tsr.add %m, %c : ({X}, {T((8,))}) -> {T((4, 8), layout=(1, 0))}
+    %r = tsr.sum %a {{dims = array<i64: 1>, keepdim = true}} : ({X}) -> {T((4, 1))}
+    tsr.yield %z, %r : {T((4, 8), layout=(1, 0))}, {T((4, 1))}
+  }}
+  func.return %y, %s : {T((4, 8), layout=(1, 0))}, {T((4, 1))}
+}}"""
+
+
+def test_fused_round_trips_and_interprets():
+    module = parse(FUSED)
+    text = print_module(module)
+    assert "tsr.fused (%x, %b)" in text and "^bb0(%a:" in text and "tsr.yield %z, %r :" in text
+    assert print_module(parse(text)) == text
+    x, b = torch.randn(4, 8), torch.randn(8)
+    y, s = interpret(module, x, b)
+    torch.testing.assert_close(y, x * 0.5 + b)
+    assert y.stride() == (1, 4), "the result is stored in its declared layout"
+    torch.testing.assert_close(s, x.sum(1, keepdim=True))
+
+
+def test_launch_round_trips_and_refuses_to_interpret():
+    text = f"""
+func.func @forward(%x: {X}) -> {X} {{
+  %y = tsr.launch @fused_0(%x) : ({X}) -> {X}
+  func.return %y : {X}
+}}"""
+    module = parse(text)
+    assert print_module(parse(print_module(module))) == print_module(module)
+    assert "tsr.launch @fused_0(%x)" in print_module(module)
+    with pytest.raises(InterpreterError, match="compiled kernel"):
+        interpret(module, torch.randn(4, 8))
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (f"tsr.yield %a : {X}", "yielded types"),
+    (f'%c = tsr.aten_call "aten.relu.default"(%a) {{args = [#tsr.operand<0>]}} : ({X}) -> {X}\n    tsr.yield %c : {X}',
+     "cannot be part of a fused body"),
+])
+def test_fused_verifier(body, message):
+    result = T((4, 1)) if "yielded" in message else X
+    text = f"""
+func.func @forward(%x: {X}) -> {result} {{
+  %y = tsr.fused (%x) : ({X}) -> {result} {{
+  ^bb0(%a: {X}):
+    {body}
+  }}
+  func.return %y : {result}
+}}"""
+    with pytest.raises((VerificationError, ParseError), match=message):
+        parse(text)
+
+
+def test_fused_body_arguments_must_mirror_operands():
+    text = f"""
+func.func @forward(%x: {X}) -> {X} {{
+  %y = tsr.fused (%x) : ({X}) -> {X} {{
+  ^bb0(%a: {X}, %b: {X}):
+    tsr.yield %a : {X}
+  }}
+  func.return %y : {X}
+}}"""
+    with pytest.raises((VerificationError, ParseError), match="arguments"):
+        parse(text)
+
+
+def test_yield_outside_fused_is_rejected():
+    text = f"""
+func.func @forward(%x: {X}) -> {X} {{
+  tsr.yield %x : {X}
+}}"""
+    with pytest.raises((VerificationError, ParseError)):
+        parse(text)
+
+
+# -- the grouping rule --------------------------------------------------------------------------
+NCHW = T((2, 8, 4, 4), layout="nhwc")
+G = T((2, 2, 64))
+S = T((2, 2, 1))
+
+
+def groupnorm(x_type=NCHW, elem="f32") -> str:
+    g, s = G.replace("f32", elem), S.replace("f32", elem)
+    x = x_type
+    c = T((8,), elem)
+    return f"""
+func.func @forward(%x: {x}, %w: {c}, %b: {c}) -> {x} {{
+  %r = tsr.reshape %x : ({x}) -> {g}
+  %v = tsr.var %r {{dims = array<i64: 2>, keepdim = true, correction = 0.0 : f64}} : ({g}) -> {s}
+  %m = tsr.mean %r {{dims = array<i64: 2>, keepdim = true}} : ({g}) -> {s}
+  %eps = tsr.constant 1.000000e-05 : f32
+  %ve = tsr.add %v, %eps : ({s}, f32) -> {s}
+  %rs = tsr.rsqrt %ve : ({s}) -> {s}
+  %d = tsr.sub %r, %m : ({g}, {s}) -> {g}
+  %n = tsr.mul %d, %rs : ({g}, {s}) -> {g}
+  %n4 = tsr.reshape %n : ({g}) -> {x}
+  %w4 = tsr.reshape %w : ({c}) -> {T((8, 1, 1), elem)}
+  %b4 = tsr.reshape %b : ({c}) -> {T((8, 1, 1), elem)}
+  %sc = tsr.mul %n4, %w4 : ({x}, {T((8, 1, 1), elem)}) -> {x}
+  %y = tsr.add %sc, %b4 : ({x}, {T((8, 1, 1), elem)}) -> {x}
+  %a = tsr.silu %y : ({x}) -> {x}
+  func.return %a : {x}
+}}"""
+
+
+def test_groupnorm_is_one_reduction_and_one_pointwise_kernel():
+    after = check_fusion(groupnorm())
+    red, pw = fused_ops(after)
+    assert sorted(body_names(red)) == ["tsr.mean", "tsr.reshape", "tsr.var"]
+    assert len(red.outs) == 2 and len(pw.outs) == 1
+    assert "tsr.silu" in body_names(pw) and "tsr.var" not in body_names(pw)
+    assert [op.name for op in top_level(after)] == ["tsr.fused", "tsr.fused", "func.return"]
+
+
+def test_groupnorm_bf16_with_f32_constants():
+    check_fusion(groupnorm(T((2, 8, 4, 4), "bf16", "nhwc"), "bf16"), rtol=2e-2)
+
+
+def test_library_ops_bound_groups_and_causal_pad_fuses_into_its_producer():
+    x = T((1, 4, 3, 5, 5), layout="ndhwc")
+    p = T((1, 4, 5, 7, 7), layout="ndhwc")
+    w = T((4, 4, 3, 3, 3))
+    y = T((1, 4, 3, 5, 5), layout="ndhwc")
+    after = check_fusion(f"""
+func.func @forward(%x: {x}, %w: {w}) -> {y} {{
+  %s = tsr.silu %x : ({x}) -> {x}
+  %z = tsr.constant 0.000000e+00 : f32
+  %p = tsr.pad %s, %z {{low = array<i64: 0, 0, 2, 1, 1>, high = array<i64: 0, 0, 0, 1, 1>}} : ({x}, f32) -> {p}
+  %c = tsr.conv %p, %w {{stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64}} : ({p}, {w}) -> {y}
+  %r = tsr.relu %c : ({y}) -> {y}
+  %o = tsr.add %r, %x : ({y}, {x}) -> {y}
+  func.return %o : {y}
+}}""")
+    names = [op.name for op in top_level(after)]
+    assert names == ["tsr.fused", "tsr.conv", "tsr.fused", "func.return"]
+    first, second = fused_ops(after)
+    assert body_names(first) == ["tsr.silu", "tsr.pad"]
+    assert body_names(second) == ["tsr.relu", "tsr.add"]
+
+
+def test_shared_computation_is_materialized_once_and_movement_recomputed():
+    t = T((4, 8))
+    after = check_fusion(f"""
+func.func @forward(%x: {t}, %w: {T((8, 8))}) -> ({t}, {T((4, 1))}) {{
+  %e = tsr.exp %x : ({t}) -> {t}
+  %t = tsr.permute %e {{dims = array<i64: 1, 0>}} : ({t}) -> {T((8, 4))}
+  %a = tsr.matmul %e, %w : ({t}, {T((8, 8))}) -> {t}
+  %s = tsr.sum %e {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {T((4, 1))}
+  %u = tsr.permute %t {{dims = array<i64: 1, 0>}} : ({T((8, 4))}) -> {t}
+  %o = tsr.mul %a, %u : ({t}, {t}) -> {t}
+  func.return %o, %s : {t}, {T((4, 1))}
+}}""")
+    groups = fused_ops(after)
+    exps = [f for f in groups if "tsr.exp" in body_names(f)]
+    assert len(exps) == 1 and len(exps[0].outs) == 1, "exp (several consumers) is computed by one kernel"
+    mul = next(f for f in groups if "tsr.mul" in body_names(f))
+    assert body_names(mul).count("tsr.permute") == 2, "the permutes fold into their consumer"
+
+
+def test_reduction_consumers_start_a_new_group_softmax():
+    t = T((4, 16))
+    r = T((4, 1))
+    after = check_fusion(f"""
+func.func @forward(%x: {t}) -> {t} {{
+  %m = tsr.amax %x {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %d = tsr.sub %x, %m : ({t}, {r}) -> {t}
+  %e = tsr.exp %d : ({t}) -> {t}
+  %s = tsr.sum %e {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %o = tsr.div %e, %s : ({t}, {r}) -> {t}
+  func.return %o : {t}
+}}""")
+    kinds = [sorted(set(body_names(f))) for f in fused_ops(after)]
+    assert kinds == [["tsr.amax"], ["tsr.exp", "tsr.sub"], ["tsr.sum"], ["tsr.div"]]
+
+
+def test_reduction_of_a_value_depending_on_a_sibling_does_not_merge():
+    t = T((4, 16))
+    r = T((4, 1))
+    after = check_fusion(f"""
+func.func @forward(%x: {t}) -> {r} {{
+  %m = tsr.mean %x {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %d = tsr.sub %x, %m : ({t}, {r}) -> {t}
+  %v = tsr.var %d {{dims = array<i64: 1>, keepdim = true, correction = 1.0 : f64}} : ({t}) -> {r}
+  func.return %v : {r}
+}}""")
+    assert [body_names(f) for f in fused_ops(after)] == [["tsr.mean"], ["tsr.sub", "tsr.var"]]
+
+
+def test_a_lone_view_stays_on_the_host():
+    w = T((16, 8))
+    wt = T((8, 16), layout=(1, 0))
+    after = check_fusion(f"""
+func.func @forward(%x: {T((4, 8))}, %w: {w}) -> {T((4, 16))} {{
+  %t = tsr.permute %w {{dims = array<i64: 1, 0>}} : ({w}) -> {wt}
+  %y = tsr.matmul %x, %t : ({T((4, 8))}, {wt}) -> {T((4, 16))}
+  %r = tsr.relu %y : ({T((4, 16))}) -> {T((4, 16))}
+  func.return %r : {T((4, 16))}
+}}""")
+    assert [op.name for op in top_level(after)] == ["tsr.permute", "tsr.matmul", "tsr.fused", "func.return"]
+    assert is_view(top_level(after)[0])
+
+
+def test_a_copying_relayout_is_a_kernel():
+    after = check_fusion(f"""
+func.func @forward(%x: {T((1, 8, 4, 4))}, %w: {T((8, 8, 1, 1))}) -> {T((1, 8, 4, 4), layout='nhwc')} {{
+  %r = tsr.relayout %x : ({T((1, 8, 4, 4))}) -> {T((1, 8, 4, 4), layout='nhwc')}
+  %c = tsr.conv %r, %w {{stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : ({T((1, 8, 4, 4), layout='nhwc')}, {T((8, 8, 1, 1))}) -> {T((1, 8, 4, 4), layout='nhwc')}
+  func.return %c : {T((1, 8, 4, 4), layout='nhwc')}
+}}""")
+    assert [op.name for op in top_level(after)] == ["tsr.fused", "tsr.conv", "func.return"]
+
+
+def test_scalar_constants_are_copied_into_each_group():
+    t = T((4, 8))
+    after = check_fusion(f"""
+func.func @forward(%x: {t}, %w: {T((8, 8))}) -> {t} {{
+  %c = tsr.constant 2.000000e+00 : f32
+  %a = tsr.mul %x, %c : ({t}, f32) -> {t}
+  %m = tsr.matmul %a, %w : ({t}, {T((8, 8))}) -> {t}
+  %b = tsr.add %m, %c : ({t}, f32) -> {t}
+  func.return %b : {t}
+}}""")
+    groups = fused_ops(after)
+    assert len(groups) == 2
+    for f in groups:
+        assert any(op.name == "tsr.constant" for op in f.body.block.ops)
+    assert not any(op.name == "tsr.constant" for op in top_level(after))
+
+
+def test_every_elementwise_op_fuses():
+    x = parse(f"func.func @forward(%x: {X}) -> {X} {{\n  func.return %x : {X}\n}}").body.block.ops.first.body.block.args[0]
+    for cls in ELEMENTWISE_OPS:
+        n = len(cls.get_irdl_definition().operands)
+        assert op_kind(cls.create(operands=[x] * n, result_types=[x.type])) == "compute", cls.name
+
+
+# -- the example models -------------------------------------------------------------------------
+@functools.cache
+def graph_opt(name: str):
+    model, args = example(name)
+    (gm,) = capture(model, args, training=False).forward
+    return run_stages(gm, "x86", upto="graph-opt")["graph-opt"].value, gm
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_example_models_interpret_alike_after_fusion(name):
+    before, gm = graph_opt(name)
+    after = fuse(before)
+    for seed in (0, 1):
+        # The graph's own inputs: norm statistics and scales positive.
+        inputs = placeholder_inputs(gm, seed)
+        got = assert_same_outputs(before, after, rtol=1e-4, inputs=inputs)
+        assert all(torch.isfinite(g).all() for g in got if g.dtype.is_floating_point)
+    assert fused_ops(after), f"{name}: nothing fused"
+    for op in top_level(after):
+        kind = op_kind(op)
+        assert kind in (None, "constant") or is_view(op), f"{name}: '{op.name}' left unfused"
+    assert print_module(fuse(after)) == print_module(after)
+
+
+def test_video_vae_groups():
+    after = fuse(graph_opt("video_vae_block")[0])
+    groups = fused_ops(after)
+    reductions = [f for f in groups if "tsr.var" in body_names(f)]
+    assert len(reductions) == 2 and all(sorted(set(body_names(f))) == ["tsr.mean", "tsr.reshape", "tsr.var"]
+                                        for f in reductions)
+    pads = [f for f in groups if "tsr.pad" in body_names(f)]
+    assert len(pads) == 2
+    for f in pads:
+        names = body_names(f)
+        assert {"tsr.silu", "tsr.rsqrt", "tsr.pad"} <= set(names), names
+    assert random_inputs(after)  # still runnable: same signature

@@ -1,0 +1,385 @@
+"""Lowering of fused groups to kernel IR: every kernel keeps the rules of
+docs/kernel-ir.md, and running it (the reference evaluator of kernel_eval.py,
+which addresses memory through the memref strides) gives what the reference
+interpreter gives for the graph. Small shapes: the evaluator is Python."""
+
+from __future__ import annotations
+
+import functools
+import io
+
+import pytest
+import torch
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
+from xdsl.printer import Printer
+
+from tessera.compiler.capture import capture
+from tessera.compiler.context import make_context
+from tessera.compiler.interpreter import interpret
+from tessera.compiler.ir_io import verify_module
+from tessera.compiler.lowering import LoweringError, lower_fused, lower_to_kernels, memref_type
+from tessera.compiler.stages import run_stages
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import strides_for
+from tessera.passes.fuse_kernels import FuseKernels
+
+from conftest import load_example_module, placeholder_inputs
+from kernel_eval import check_contract, run_kernel, run_program
+from pass_testing import TOLERANCES, parse, random_inputs, tensor_type as T
+
+
+def fuse(module):
+    after = module.clone()
+    FuseKernels().apply(make_context(), after)
+    verify_module(after)
+    return after
+
+
+def kernels_of(program) -> list:
+    return list(program.kernels.body.block.ops)
+
+
+def text_of(op) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(op)
+    return out.getvalue()
+
+
+def compare(got: list[torch.Tensor], expected: list[torch.Tensor], rtol: float | None = None) -> None:
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert (g.dtype, g.shape) == (e.dtype, e.shape), f"output #{i}: {g.dtype}{list(g.shape)} vs {e.dtype}{list(e.shape)}"
+        big = [d for d in range(e.dim()) if e.shape[d] > 1]
+        assert [g.stride(d) for d in big] == [e.stride(d) for d in big], f"output #{i}: strides {g.stride()} vs {e.stride()}"
+        if not e.dtype.is_floating_point:
+            assert torch.equal(g, e), f"output #{i}\n{g}\n{e}"
+            continue
+        r = rtol if rtol is not None else 10 * TOLERANCES[e.dtype]
+        scale = max(1.0, float(e.float().abs().nan_to_num(0, 0, 0).max()))
+        torch.testing.assert_close(g, e, rtol=r, atol=r * scale, equal_nan=True, msg=lambda m: f"output #{i}: {m}")
+
+
+def check_lowering(text: str, rtol: float | None = None, seeds=(0, 1), half_in_f32: bool = True, module=None,
+                   inputs=None):
+    """Fuse, lower, check the contract, and compare the kernels' outputs with
+    the interpreter's on the graph before fusion; the KernelProgramIR."""
+    before = module if module is not None else parse(text)
+    program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32)
+    verify_module(program.host)
+    program.kernels.verify()
+    assert kernels_of(program), "no kernels"
+    for k in kernels_of(program):
+        check_contract(k, half_in_f32)
+    for seed in seeds:
+        ins = inputs(seed) if inputs is not None else random_inputs(before, seed)
+        expected = interpret(before, *(x.clone() for x in ins))
+        compare(run_program(program, [x.clone() for x in ins]), expected, rtol)
+    return program
+
+
+def the_kernel(program):
+    (k,) = kernels_of(program)
+    return k
+
+
+def grid_of(kernel) -> list[int]:
+    par = next(op for op in kernel.body.block.ops if isinstance(op, scf.ParallelOp))
+    return [v.owner.value.value.data for v in par.upperBound]
+
+
+def fn(args: str, result: str, body: str, ret: str) -> str:
+    types = result[1:-1] if result.startswith("(") else result
+    return f"func.func @forward({args}) -> {result} {{\n{body}\n  func.return {ret} : {types}\n}}"
+
+
+# -- layouts and grids ---------------------------------------------------------------------------
+def test_pointwise_nchw_to_nhwc_with_broadcast():
+    x, y, b = T((1, 8, 4, 6)), T((1, 8, 4, 6), layout="nhwc"), T((8, 1, 1))
+    program = check_lowering(fn(f"%x: {x}, %b: {b}", y, f"""
+  %s = tsr.add %x, %b : ({x}, {b}) -> {y}
+  %r = tsr.relu %s : ({y}) -> {y}""", "%r"))
+    k = the_kernel(program)
+    args = [a.type for a in k.body.block.args]
+    assert args[0] == memref_type(parse_type(x)) and isinstance(args[2].layout, StridedLayoutAttr)
+    assert [s.data for s in args[2].layout.strides.data] == list(strides_for((1, 8, 4, 6), (0, 2, 3, 1)))
+    assert grid_of(k) == [4, 6], "parallel over h, w (n is 1); c, contiguous, is the inner loop"
+    loop = next(op for op in k.walk() if isinstance(op, scf.ForOp))
+    assert loop.ub.owner.value.value.data == 8
+    assert list(k.attributes["tsr.outputs"].get_values()) == [2]
+    launch = next(op for op in program.host.walk() if isinstance(op, tsr.LaunchOp))
+    assert launch.callee.root_reference.data == k.sym_name.data
+
+
+def parse_type(text: str):
+    module = parse(f"func.func @f(%x: {text}) -> {text} {{\n  func.return %x : {text}\n}}")
+    return module.body.block.ops.first.body.block.args[0].type
+
+
+def test_memref_types_follow_layouts():
+    assert memref_type(parse_type(T((2, 3)))) == MemRefType(parse_type(T((2, 3))).get_element_type(), [2, 3])
+    ndhwc = memref_type(parse_type(T((1, 32, 4, 16, 16), layout="ndhwc")))
+    assert [s.data for s in ndhwc.layout.strides.data] == [32768, 1, 8192, 512, 32]
+    assert str(memref_type(parse_type(T((4,), "ui8")))) == "memref<4xi8>"
+
+
+def test_causal_pad_5d_channels_last():
+    """``F.pad(x, (1, 1, 1, 1, 2, 0))`` after SiLU, on NDHWC data."""
+    x = T((1, 4, 3, 4, 5), layout="ndhwc")
+    p = T((1, 4, 5, 6, 7), layout="ndhwc")
+    program = check_lowering(fn(f"%x: {x}", p, f"""
+  %s = tsr.silu %x : ({x}) -> {x}
+  %z = tsr.constant 0.000000e+00 : f32
+  %y = tsr.pad %s, %z {{low = array<i64: 0, 0, 2, 1, 1>, high = array<i64: 0, 0, 0, 1, 1>}} : ({x}, f32) -> {p}""", "%y"))
+    k = the_kernel(program)
+    assert grid_of(k) == [5, 6, 7]
+    assert any(isinstance(op, arith.SelectOp) and op.result.type.name == "f32" for op in k.walk())
+
+
+def test_pad_with_crop_and_nonzero_value_nchw_to_nhwc():
+    x, p = T((1, 3, 5, 4)), T((1, 3, 4, 7), layout="nhwc")
+    check_lowering(fn(f"%x: {x}", p, f"""
+  %v = tsr.constant -1.500000e+00 : f32
+  %y = tsr.pad %x, %v {{low = array<i64: 0, 0, -1, 2>, high = array<i64: 0, 0, 0, 1>}} : ({x}, f32) -> {p}""", "%y"))
+
+
+# -- GroupNorm, reductions --------------------------------------------------------------------
+def groupnorm(elem: str = "f32", layout: str = "nhwc", const: str = "f32") -> str:
+    x = T((2, 8, 3, 5), elem, layout)
+    g, s, c, c3 = T((2, 4, 30), elem), T((2, 4, 1), elem), T((8,), elem), T((8, 1, 1), elem)
+    return fn(f"%x: {x}, %w: {c}, %b: {c}", x, f"""
+  %r = tsr.reshape %x : ({x}) -> {g}
+  %v = tsr.var %r {{dims = array<i64: 2>, keepdim = true, correction = 0.0 : f64}} : ({g}) -> {s}
+  %m = tsr.mean %r {{dims = array<i64: 2>, keepdim = true}} : ({g}) -> {s}
+  %eps = tsr.constant 1.000000e-05 : {const}
+  %ve = tsr.add %v, %eps : ({s}, {const}) -> {s}
+  %rs = tsr.rsqrt %ve : ({s}) -> {s}
+  %d = tsr.sub %r, %m : ({g}, {s}) -> {g}
+  %n = tsr.mul %d, %rs : ({g}, {s}) -> {g}
+  %n4 = tsr.reshape %n : ({g}) -> {x}
+  %w4 = tsr.reshape %w : ({c}) -> {c3}
+  %b4 = tsr.reshape %b : ({c}) -> {c3}
+  %sc = tsr.mul %n4, %w4 : ({x}, {c3}) -> {x}
+  %y = tsr.add %sc, %b4 : ({x}, {c3}) -> {x}
+  %a = tsr.silu %y : ({x}) -> {x}""", "%a")
+
+
+def test_groupnorm_channels_last():
+    program = check_lowering(groupnorm())
+    red, pw = kernels_of(program)
+    assert grid_of(red) == [2, 4], "one grid point per (n, group)"
+    adds = [op for op in red.walk() if isinstance(op, arith.AddfOp) and op.fastmath.data]
+    assert len(adds) == 2, "one reassoc sum for mean and var's first pass, one for the squares"
+    assert sum(isinstance(op, scf.ForOp) for op in red.walk()) == 2, "two passes over one reduced dim"
+    assert grid_of(pw) == [2, 3, 5]
+
+
+@pytest.mark.parametrize("elem", ["bf16", "f16"])
+def test_groupnorm_half_with_typed_constants(elem):
+    program = check_lowering(groupnorm(elem, const=elem), rtol=3e-2)
+    text = text_of(program.kernels)
+    assert "arith.extf" in text and "arith.truncf" in text
+    # The literal eps is a constant of the half type, widened where it is used.
+    consts = [op for op in program.kernels.walk() if isinstance(op, arith.ConstantOp) and op.result.type.name == elem]
+    assert [abs(c.value.value.data - 1e-5) < 1e-7 for c in consts] == [True]
+    assert all(isinstance(u.operation, arith.ExtFOp) for c in consts for u in c.result.uses)
+
+
+def test_groupnorm_bf16_native_compute():
+    program = check_lowering(groupnorm("bf16", const="bf16"), rtol=6e-2, half_in_f32=False)
+    assert any(isinstance(op, arith.MulfOp) and op.result.type.name == "bf16" for op in program.kernels.walk())
+
+
+@pytest.mark.parametrize(("op", "dims", "keep", "extra"), [
+    ("sum", "1, 3", "true", ""),
+    ("mean", "0, 2", "false", ""),
+    ("amax", "3", "false", ""),
+    ("amin", "", "false", ""),
+    ("var", "1, 2", "true", ", correction = 1.0 : f64"),
+])
+def test_reductions_over_channels_last_input(op, dims, keep, extra):
+    x = T((2, 6, 3, 4), layout="nhwc")
+    shape = [2, 6, 3, 4]
+    red = [int(d) for d in dims.split(", ")] if dims else [0, 1, 2, 3]
+    out = [1 if d in red else n for d, n in enumerate(shape) if keep == "true" or d not in red]
+    y = T(tuple(out)) if out else "tensor<f32>"
+    check_lowering(fn(f"%x: {x}", y, f"""
+  %r = tsr.{op} %x {{dims = array<i64{': ' + dims if dims else ''}>, keepdim = {keep}{extra}}} : ({x}) -> {y}""", "%r"))
+
+
+def test_integer_sum_and_bool_compare():
+    x = T((4, 6), "i32")
+    y = T((4,), "i64")
+    check_lowering(fn(f"%x: {x}", f"({y}, {T((4, 6), 'i1')})", f"""
+  %c = tsr.convert %x : ({x}) -> {T((4, 6), 'i64')}
+  %s = tsr.sum %c {{dims = array<i64: 1>, keepdim = false}} : ({T((4, 6), 'i64')}) -> {y}
+  %z = tsr.constant 0 : i32
+  %m = tsr.cmp gt, %x, %z : ({x}, i32) -> {T((4, 6), 'i1')}""", f"%s, %m"))
+
+
+def test_one_reduction_kernel_for_mean_and_var_of_one_value():
+    x = T((3, 16))
+    r = T((3, 1))
+    program = check_lowering(fn(f"%x: {x}", f"({r}, {r})", f"""
+  %m = tsr.mean %x {{dims = array<i64: 1>, keepdim = true}} : ({x}) -> {r}
+  %v = tsr.var %x {{dims = array<i64: 1>, keepdim = true, correction = 0.0 : f64}} : ({x}) -> {r}""", "%m, %v"))
+    k = the_kernel(program)
+    assert list(k.attributes["tsr.outputs"].get_values()) == [1, 2]
+
+
+def test_variance_is_accurate_with_a_large_mean():
+    x = T((2, 256))
+    r = T((2, 1))
+    module = parse(fn(f"%x: {x}", r, f"""
+  %v = tsr.var %x {{dims = array<i64: 1>, keepdim = true, correction = 0.0 : f64}} : ({x}) -> {r}""", "%v"))
+    data = torch.randn(2, 256) + 1000.0
+    program = lower_to_kernels(fuse(module))
+    (got,) = run_program(program, [data])
+    torch.testing.assert_close(got, data.double().var(1, keepdim=True, correction=0).float(), rtol=1e-3, atol=1e-4)
+
+
+# -- data movement ------------------------------------------------------------------------------
+def test_permute_reshape_expand_slice():
+    x = T((2, 3, 8))
+    check_lowering(fn(f"%x: {x}, %b: {T((4, 1))}", T((4, 3, 2), layout=(2, 0, 1)), f"""
+  %p = tsr.permute %x {{dims = array<i64: 2, 0, 1>}} : ({x}) -> {T((8, 2, 3))}
+  %s = tsr.slice %p {{dim = 0 : i64, start = 1 : i64, end = 8 : i64, step = 2 : i64}} : ({T((8, 2, 3))}) -> {T((4, 2, 3))}
+  %r = tsr.reshape %s : ({T((4, 2, 3))}) -> {T((4, 6))}
+  %q = tsr.reshape %r : ({T((4, 6))}) -> {T((4, 3, 2))}
+  %e = tsr.expand %b : ({T((4, 1))}) -> {T((3, 4, 1))}
+  %f = tsr.permute %e {{dims = array<i64: 1, 0, 2>}} : ({T((3, 4, 1))}) -> {T((4, 3, 1))}
+  %y = tsr.mul %q, %f : ({T((4, 3, 2))}, {T((4, 3, 1))}) -> {T((4, 3, 2), layout=(2, 0, 1))}""", "%y"))
+
+
+def test_concat_channels_last_is_a_chain_of_ifs():
+    a, b, c = T((1, 3, 2, 4), layout="nhwc"), T((1, 5, 2, 4)), T((1, 2, 2, 4), layout="nhwc")
+    y = T((1, 10, 2, 4), layout="nhwc")
+    program = check_lowering(fn(f"%a: {a}, %b: {b}, %c: {c}", y, f"""
+  %e = tsr.exp %b : ({b}) -> {b}
+  %y = tsr.concat %a, %e, %c {{dim = 1 : i64}} : ({a}, {b}, {c}) -> {y}""", "%y"))
+    k = the_kernel(program)
+    assert sum(isinstance(op, scf.IfOp) for op in k.walk()) == 2
+    exp_parent = next(op for op in k.walk() if op.name == "math.exp").parent_op()
+    assert isinstance(exp_parent, scf.IfOp), "each operand is computed only in its branch"
+
+
+@pytest.mark.parametrize(("src", "dst", "scales"), [
+    ((2, 4, 3), (2, 8, 6), "2.0, 2.0"),
+    ((2, 3, 3), (4, 9, 3), None),
+    ((3, 5, 2), (5, 7, 3), None),
+])
+def test_upsample_nearest(src, dst, scales):
+    x = T((1, 2, *src), layout="ndhwc")
+    y = T((1, 2, *dst), layout="ndhwc")
+    prop = f", scales = array<f64: 1.0, {scales}>" if scales else ""
+    check_lowering(fn(f"%x: {x}", y, f"""
+  %u = tsr.upsample %x {{mode = "nearest"{prop}}} : ({x}) -> {y}""", "%u"))
+
+
+# -- dtypes and elementwise semantics -------------------------------------------------------------
+def test_bf16_convert_rounds_and_constants_are_typed():
+    x = T((4, 8))
+    b = T((4, 8), "bf16")
+    program = check_lowering(fn(f"%x: {x}, %h: {b}", x, f"""
+  %c = tsr.convert %x : ({x}) -> {b}
+  %k = tsr.constant 3.140625e+00 : bf16
+  %m = tsr.mul %c, %k : ({b}, bf16) -> {b}
+  %a = tsr.add %m, %h : ({b}, {b}) -> {b}
+  %y = tsr.convert %a : ({b}) -> {x}""", "%y"), rtol=1e-2)
+    (k,) = [op for op in program.kernels.walk() if isinstance(op, arith.ConstantOp) and op.result.type.name == "bf16"]
+    assert k.value.value.data == 3.140625
+    assert "arith.truncf" in text_of(program.kernels), "converting to bf16 rounds even when computing in f32"
+
+
+def test_int8_and_uint8():
+    a, u = T((4, 8), "i8"), T((4, 8), "ui8")
+    f = T((4, 8))
+    check_lowering(fn(f"%a: {a}, %u: {u}", f"({f}, {a}, {T((4, 8), 'i1')})", f"""
+  %fa = tsr.convert %a : ({a}) -> {f}
+  %fu = tsr.convert %u : ({u}) -> {f}
+  %s = tsr.add %fa, %fu : ({f}, {f}) -> {f}
+  %r = tsr.relu %a : ({a}) -> {a}
+  %m = tsr.maximum %r, %a : ({a}, {a}) -> {a}
+  %k = tsr.constant 200 : ui8
+  %c = tsr.cmp gt, %u, %k : ({u}, ui8) -> {T((4, 8), 'i1')}""", "%s, %m, %c"))
+
+
+@pytest.mark.parametrize("body", [
+    "%y = tsr.gelu %x : (X) -> X",
+    '%y = tsr.gelu %x {approximate = "tanh"} : (X) -> X',
+    "%y = tsr.sigmoid %x : (X) -> X",
+    "%a = tsr.abs %x : (X) -> X\n  %e = tsr.constant 2.000000e+00 : f32\n  %y = tsr.pow %a, %e : (X, f32) -> X",
+    "%a = tsr.abs %x : (X) -> X\n  %e = tsr.constant 0.7 : f32\n  %y = tsr.pow %a, %e : (X, f32) -> X",
+    "%a = tsr.abs %x : (X) -> X\n  %e = tsr.constant -5.000000e-01 : f32\n  %y = tsr.pow %a, %e : (X, f32) -> X",
+    "%t = tsr.tanh %x : (X) -> X\n  %r = tsr.reciprocal %t : (X) -> X\n  %e = tsr.erf %r : (X) -> X\n  %y = tsr.minimum %e, %x : (X, X) -> X",
+    "%z = tsr.constant 0.0 : f32\n  %m = tsr.cmp le, %x, %z : (X, f32) -> B\n  %n = tsr.neg %x : (X) -> X\n  %y = tsr.where %m, %n, %x : (B, X, X) -> X",
+    "%e = tsr.exp %x : (X) -> X\n  %l = tsr.log %e : (X) -> X\n  %s = tsr.sqrt %e : (X) -> X\n  %d = tsr.div %l, %s : (X, X) -> X\n  %y = tsr.sub %d, %x : (X, X) -> X",
+])
+def test_elementwise_semantics(body):
+    x = T((3, 5))
+    check_lowering(fn(f"%x: {x}", x, "  " + body.replace("X", x).replace("B", T((3, 5), "i1")), "%y"))
+
+
+# -- host, errors, upstream MLIR ---------------------------------------------------------------
+def test_host_keeps_library_ops_and_identical_kernels_are_shared():
+    w = T((4, 4, 3, 3))
+    wl = T((4, 4, 3, 3), layout="nhwc")
+    x = T((1, 4, 3, 3), layout="nhwc")
+    program = check_lowering(fn(f"%x: {x}, %w1: {w}, %w2: {w}", x, f"""
+  %a = tsr.relayout %w1 : ({w}) -> {wl}
+  %b = tsr.relayout %w2 : ({w}) -> {wl}
+  %c = tsr.conv %x, %a {{stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : ({x}, {wl}) -> {x}
+  %d = tsr.conv %c, %b {{stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : ({x}, {wl}) -> {x}""", "%d"))
+    launches = [op.callee.root_reference.data for op in program.host.walk() if isinstance(op, tsr.LaunchOp)]
+    assert launches == ["fused_0", "fused_0"] and len(kernels_of(program)) == 1
+    assert [op.name for op in program.host.walk() if op.name.startswith("tsr.")].count("tsr.conv") == 2
+    assert not any(isinstance(op, tsr.FusedOp) for op in program.host.walk())
+
+
+def test_a_reduction_kernel_yielding_a_pointwise_value_is_refused():
+    x, r = T((4, 8)), T((4, 1))
+    module = parse(fn(f"%x: {x}", r, f"""
+  %y = tsr.fused (%x) : ({x}) -> {r} {{
+  ^bb0(%a: {x}):
+    %s = tsr.sum %a {{dims = array<i64: 1>, keepdim = true}} : ({x}) -> {r}
+    %e = tsr.exp %s : ({r}) -> {r}
+    tsr.yield %e : {r}
+  }}""", "%y"))
+    fused = next(op for op in module.walk() if isinstance(op, tsr.FusedOp))
+    with pytest.raises(LoweringError, match="only yield reduction results"):
+        lower_fused(fused, "k")
+
+
+def test_kernels_parse_and_verify_in_upstream_mlir():
+    ir = pytest.importorskip("torch_mlir.ir")
+    program = lower_to_kernels(fuse(parse(groupnorm("bf16", const="bf16"))))
+    with ir.Context():
+        module = ir.Module.parse(text_of(program.kernels))
+        assert module.operation.verify()
+        assert "scf.parallel" in str(module) and "fastmath<reassoc>" in str(module)
+
+
+def test_run_kernel_checks_strides():
+    x = T((2, 3), layout=(1, 0))
+    program = lower_to_kernels(fuse(parse(fn(f"%x: {x}", x, f"  %y = tsr.exp %x : ({x}) -> {x}", "%y"))))
+    with pytest.raises(AssertionError, match="strides"):
+        run_kernel(the_kernel(program), [torch.randn(2, 3)])
+
+
+# -- example models (small shapes) ----------------------------------------------------------------
+@functools.cache
+def model_graph(name: str):
+    if name == "video_vae_small":
+        mod = load_example_module("video_vae_block")
+        model, args = mod.make_block(channels=8), (torch.randn(1, 8, 3, 6, 6),)
+    else:
+        model, args = load_example_module(name).example()
+    (gm,) = capture(model, args, training=False).forward
+    return run_stages(gm, "x86", upto="graph-opt")["graph-opt"].value, gm
+
+
+@pytest.mark.parametrize("name", ["mlp", "int8_linear", "resnet_block", "video_vae_small"])
+def test_example_models_lower_and_run(name):
+    module, gm = model_graph(name)
+    program = check_lowering("", module=module, seeds=(0,), inputs=lambda seed: placeholder_inputs(gm, seed), rtol=1e-4)
+    assert all(not isinstance(op, tsr.FusedOp) for op in program.host.walk())
