@@ -8,8 +8,9 @@
 Each ``tsr.launch`` allocates its results in the layouts their types name and
 launches the compiled kernel (arguments: the launch's operands, then its
 results). Library ops are calls: a convolution goes to oneDNN
-(``aten.mkldnn_convolution``) on the CPU in the layout the passes chose — it
-writes its input's layout, which ``assign-layouts`` made the result's too.
+(``mkldnn._convolution_pointwise``, its weight packed once) on the CPU in the
+layout the passes chose — it writes its input's layout, which
+``assign-layouts`` made the result's too.
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
 whole and correct, and :attr:`HostProgram.aten_ops` says what ran that way.
@@ -64,18 +65,35 @@ def _scalar_value(op: tsr.ConstantOp):
     return bool(v) if str(op.result.type) == "i1" else v
 
 
-def _onednn_conv(op: tsr.ConvOp) -> Callable[..., torch.Tensor] | None:
-    """oneDNN's convolution with the op's attributes, or None where ATen's
-    dispatch must choose (tensors oneDNN does not take)."""
-    stride, padding, dilation = ints(op.stride), ints(op.padding), ints(op.dilation)
-    groups = op.groups.value.data
+class OneDnnConv:
+    """oneDNN's convolution for one ``tsr.conv``: the weight reordered once into
+    the blocked format oneDNN computes with (as Inductor does under freezing)
+    and kept while the weight tensor is unchanged — same storage, same version
+    counter — so a parameter updated in place is packed again. Tensors oneDNN
+    does not take go through ATen's dispatch."""
 
-    def conv(x, w, b=None):
-        if x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available():
-            return torch.ops.aten.mkldnn_convolution(x, w, b, padding, stride, dilation, groups)
-        return torch.ops.aten.convolution(x, w, b, stride, padding, dilation, False, [0] * len(stride), groups)
+    def __init__(self, op: tsr.ConvOp):
+        self.stride, self.padding = ints(op.stride), ints(op.padding)
+        self.dilation, self.groups = ints(op.dilation), op.groups.value.data
+        self.input_size = list(op.input.type.get_shape())
+        self._packed: tuple[tuple, torch.Tensor] | None = None
+        self.__name__ = "onednn_conv"
 
-    return conv
+    def _weight(self, w: torch.Tensor) -> torch.Tensor:
+        key = (w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype)
+        if self._packed is None or self._packed[0] != key:
+            packed = torch.ops.mkldnn._reorder_convolution_weight(
+                w, self.padding, self.stride, self.dilation, self.groups, self.input_size)
+            self._packed = (key, packed)
+        return self._packed[1]
+
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+        if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
+                and not torch.is_grad_enabled()):
+            return torch.ops.mkldnn._convolution_pointwise(
+                x, self._weight(w), b, self.padding, self.stride, self.dilation, self.groups, "none", [], "")
+        return torch.ops.aten.convolution(x, w, b, self.stride, self.padding, self.dilation, False,
+                                          [0] * len(self.stride), self.groups)
 
 
 class _Builder:
@@ -113,7 +131,7 @@ class _Builder:
             args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
             self.steps.append(Launch(kernel, args))
         elif isinstance(op, tsr.ConvOp):
-            self._call(op, _onednn_conv(op))
+            self._call(op, OneDnnConv(op))
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
             self.result.aten_ops[op.name] += 1

@@ -27,6 +27,7 @@ function (three relayouts of same-shaped weights launch one kernel).
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -80,7 +81,7 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics()) -> 
     if reductions:
         _reduction_kernel(kb, scalars, values, reductions, outs)
     else:
-        _pointwise_kernel(kb, scalars, values, outs)
+        _pointwise_kernel(kb, scalars, values, outs, [v.type for v in op.inputs])
     return kb.finish()
 
 
@@ -90,7 +91,30 @@ def _loop_dims(t) -> list[int]:
     return [d for d in layout_of(t) if shape[d] != 1]
 
 
-def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs) -> None:
+def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
+    """The output's loop order, with the contiguous dim of the largest input
+    that is laid out differently (a relayout read) moved second innermost: the
+    two innermost loops then walk both tensors' contiguous dims, and one
+    ``dims[-2] x dims[-1]`` tile of the input stays in L1 while it is read
+    across and written along.
+
+        out ncdhw, in ndhwc:  loops (c, d, h | w)  ->  (d, h, c | w)
+    """
+    shape = shape_of(out_type)
+    big = [d for d in range(len(shape)) if shape[d] != 1]
+    same_dims = [t for t in in_types
+                 if len(shape_of(t)) == len(shape) and [d for d in range(len(shape)) if shape_of(t)[d] != 1] == big]
+    if len(dims) < 2 or not same_dims:
+        return dims
+    widest = max(same_dims, key=lambda t: math.prod(shape_of(t)))
+    d_in = _loop_dims(widest)[-1]
+    if d_in == dims[-1]:
+        return dims
+    return [d for d in dims[:-1] if d != d_in] + [d_in, dims[-1]]
+
+
+def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
+                      in_types=()) -> None:
     first = outs[0][0].type
     shape = shape_of(first)
     for v, _ in outs:
@@ -98,7 +122,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             raise LoweringError(
                 f"the results of a pointwise tsr.fused must have one shape, got {list(shape)} and {list(shape_of(v.type))}"
             )
-    dims = _loop_dims(first)
+    dims = _transpose_aware(_loop_dims(first), first, in_types)
     inner = dims[-1] if dims else None
     grid_dims = dims[:-1]
 
