@@ -33,9 +33,12 @@ def int8_gemm_llvm_ir(spec: Int8GemmSpec, features: str | None = None, cpu: str 
 
 
 def int8_gemm_assembly(spec: Int8GemmSpec, features: str | None = None, cpu: str | None = None) -> str:
-    """x86 assembly of the kernel; works on any host (nothing is run)."""
+    """x86 assembly of the kernel, with LLVM's loop comments (``# =>This Inner
+    Loop Header: Depth=2``); works on any host (nothing is run)."""
     target = gemm_target(spec.isa, features, cpu)
-    return target.emit_assembly(optimize(str(gemm_module(spec, target)), target))
+    module = optimize(str(gemm_module(spec, target)), target)
+    target.target_machine.set_asm_verbosity(True)  # this target object is ours alone
+    return target.emit_assembly(module)
 
 
 def build_int8_gemm(spec: Int8GemmSpec, features: str | None = None, cpu: str | None = None) -> Artifact:

@@ -56,8 +56,9 @@ def entry_alloca(b: ir.IRBuilder, t: ir.Type, n: int, align: int = 64) -> ir.Val
     with b.goto_block(entry):
         if entry.instructions:
             b.position_before(entry.instructions[0])
-        slot = b.alloca(t, size=n)
+        slot = b.alloca(t, size=i64(n))
         slot.align = align
+        slot.type = PTR  # opaque (llvmlite types it i32*): vectors and scalars are stored through it
     b.position_at_end(here)
     return slot
 

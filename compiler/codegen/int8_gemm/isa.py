@@ -162,7 +162,7 @@ class Avx2(IsaPath):
     name = "avx2"
     features = "+avx2,+avx,+fma,+f16c,+bmi,+bmi2,+popcnt,+sse4.2"
     requires = ("avx2",)
-    lanes, mr, nv = 8, 4, 1
+    lanes, mr, nv = 8, 3, 1
 
     def accumulators_per_row(self) -> int:
         return 2 * self.nv
@@ -224,6 +224,19 @@ def host_features() -> frozenset[str]:
     from tessera.runtime.cpu import host_features as _host
 
     return normalize_features(_host())
+
+
+def cpuinfo_flags(path: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The kernel's CPU flags (``avx512_vnni``, ``avx_vnni``...) normalized like
+    :func:`normalize_features`; empty where there is no /proc/cpuinfo."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return normalize_features(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def can_run(isa: str, features: Iterable[str] | None = None) -> bool:

@@ -1,0 +1,54 @@
+"""Print an int8 GEMM kernel's LLVM IR or assembly, for any isa on any host.
+
+    python -m tessera.compiler.codegen.int8_gemm --isa avxvnni --emit asm | filecheck x.mlir
+    python -m tessera.compiler.codegen.int8_gemm --isa avx2 --shape 1x4096x4096 --signed --epilogue scale_bias
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tessera.compiler.codegen.int8_gemm.build import int8_gemm_assembly, int8_gemm_llvm_ir
+from tessera.compiler.codegen.int8_gemm.errors import Int8GemmError, InvalidSpec
+from tessera.compiler.codegen.int8_gemm.spec import EPILOGUES, ISAS, Int8GemmSpec
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        m, n, k = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise InvalidSpec(f"--shape wants MxNxK (e.g. 64x4096x4096), got {text!r}") from None
+    return m, n, k
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tessera.compiler.codegen.int8_gemm", description=__doc__.splitlines()[0])
+    p.add_argument("--isa", choices=ISAS, default=None, help="instruction path (default: this host's fastest)")
+    p.add_argument("--emit", choices=("llvm", "opt-llvm", "asm"), default="asm")
+    p.add_argument("--shape", default="37x61x129", help="MxNxK (default exercises every tail: 37x61x129)")
+    p.add_argument("--signed", action="store_true", help="s8 A (default u8 A)")
+    p.add_argument("--epilogue", choices=EPILOGUES, default="s32")
+    p.add_argument("--features", default=None, help="LLVM feature string (default: the isa's own)")
+    p.add_argument("--cpu", default=None, help="LLVM CPU name to tune for (default: generic)")
+    args = p.parse_args(argv)
+    try:
+        if args.isa is None:
+            from tessera.compiler.codegen.int8_gemm.isa import select_isa
+
+            args.isa = select_isa()
+        m, n, k = _shape(args.shape)
+        spec = Int8GemmSpec(m, n, k, a_signed=args.signed, isa=args.isa, epilogue=args.epilogue)
+        if args.emit == "asm":
+            text = int8_gemm_assembly(spec, args.features, args.cpu)
+        else:
+            text = int8_gemm_llvm_ir(spec, args.features, args.cpu, optimized=args.emit == "opt-llvm")
+    except Int8GemmError as err:
+        print(err, file=sys.stderr)
+        return 1
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
