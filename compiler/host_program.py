@@ -10,7 +10,8 @@ launches the compiled kernel (arguments: the launch's operands, then its
 results). Library ops are calls: a convolution goes to oneDNN
 (``mkldnn._convolution_pointwise``, its weight packed once) on the CPU in the
 layout the passes chose — it writes its input's layout, which
-``assign-layouts`` made the result's too.
+``assign-layouts`` made the result's too; ``tsr.int_mm`` runs tessera's own
+exact int8 GEMM.
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
 whole and correct, and :attr:`HostProgram.aten_ops` says what ran that way.
@@ -96,6 +97,27 @@ class OneDnnConv:
                                           [0] * len(self.stride), self.groups)
 
 
+class Int8Gemm:
+    """``tsr.int_mm`` through tessera's exact int8 GEMM (``codegen/int8_gemm``,
+    the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2); ATen's ``_int_mm``
+    where that path cannot run (another device, a CPU without AVX2)."""
+
+    __name__ = "tessera_int8_gemm"
+
+    def __init__(self):
+        from .codegen.int8_gemm import can_run, select_isa
+
+        isa = select_isa()
+        self.isa = isa if can_run(isa) else None
+
+    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.isa is None or a.device.type != "cpu":
+            return torch._int_mm(a, b)
+        from .codegen.int8_gemm import int8_mm
+
+        return int8_mm(a.contiguous(), b.contiguous(), isa=self.isa)
+
+
 class _Builder:
     def __init__(self, kernels: Module | None):
         self.kernels = kernels
@@ -132,6 +154,8 @@ class _Builder:
             self.steps.append(Launch(kernel, args))
         elif isinstance(op, tsr.ConvOp):
             self._call(op, OneDnnConv(op))
+        elif isinstance(op, tsr.IntMmOp):
+            self._call(op, Int8Gemm())
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
             self.result.aten_ops[op.name] += 1

@@ -197,3 +197,18 @@ def test_every_target_compiles(target):
     with torch.no_grad():
         out = torch.compile(model, backend="tessera", options={"target": target})(*args)
         assert_close(out, model(*args), f"target {target}")
+
+
+@pytest.mark.parametrize("a_dtype", [torch.uint8, torch.int8])
+def test_int_mm_runs_tesseras_exact_gemm(a_dtype, caplog):
+    """``torch._int_mm`` in a compiled graph runs tessera's int8 GEMM, exactly,
+    on adversarial values (every product at its extreme) and odd sizes."""
+    lo, hi = (0, 256) if a_dtype == torch.uint8 else (-128, 128)
+    a = torch.randint(lo, hi, (37, 131), dtype=a_dtype)
+    a[:5] = hi - 1 if a_dtype == torch.uint8 else -128
+    b = torch.randint(-128, 128, (131, 19), dtype=torch.int8)
+    b[:, :3] = -128
+    with caplog.at_level(logging.INFO, logger="tessera"):
+        got = torch.compile(lambda x, y: torch._int_mm(x, y), backend="tessera")(a, b)
+    assert torch.equal(got, (a.to(torch.int64) @ b.to(torch.int64)).to(torch.int32))
+    assert "tsr.int_mm" not in caplog.text, caplog.text  # not sent back to ATen
