@@ -76,7 +76,7 @@ def bench_model(name: str, reps: int) -> list[dict]:
     ref = None
     with torch.no_grad():
         for mode, make in modes(name):
-            torch._dynamo.reset() if mode in ("Inductor", "tessera") else None
+            torch._dynamo.reset()  # each compiled mode compiles afresh, not from another mode's cache
             fn, args = make()
             t0 = time.perf_counter()
             out = _first(fn(*args)).float()

@@ -25,7 +25,7 @@ from functorch.compile import make_boxed_func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from tessera.passes import PIPELINES
-from tessera.runtime.layouts import in_layout
+from tessera.runtime.layouts import Placement, in_layout
 
 from .capture import aot_backend
 from .context import make_context
@@ -73,12 +73,13 @@ class GraphProgram:
         self.output_is_none = output_is_none
         self.compiled = run is not None
         self._run = run or Interpreter(module).run
-        self._input_types = [a.type for a in find_function(module).body.block.args]
+        self._inputs = [(a.type, Placement.of(a.type) if isinstance(a.type, TensorType) else None)
+                        for a in find_function(module).body.block.args]
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
-        # Dynamo guards on strides, so inputs arrive as traced; in_layout is a no-op then.
-        xs = [in_layout(x, t) if isinstance(x, torch.Tensor) and isinstance(t, TensorType) else x
-              for x, t in zip(inputs, self._input_types)]
+        # Dynamo guards on strides, so inputs arrive as traced and nothing is copied.
+        xs = [in_layout(x, t) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
+              for x, (t, p) in zip(inputs, self._inputs)]
         values = iter(self._run(*xs))
         return [None if none else next(values) for none in self.output_is_none]
 
@@ -88,12 +89,9 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions) -> HostProgram
     its host program."""
     from tessera.runtime import compile_kernels
 
-    from .lowering import lower_to_kernels
+    from .stages import fuse_kernels, lower_kernels
 
-    fused = module.clone()
-    build_pipeline("fuse-kernels").apply(make_context(), fused)
-    verify_module(fused)
-    program_ir = lower_to_kernels(fused)
+    program_ir = lower_kernels(fuse_kernels(module), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
     kernels = compile_kernels(program_ir.kernels, options.target, options.features) if has_kernels else None
     return build_host_program(program_ir.host, kernels)

@@ -35,12 +35,12 @@ def _llvm_targets() -> set[str]:
 
 
 def host_cpu_features() -> list[str]:
+    """The vector features of this CPU worth reporting (the runtime's view of the host)."""
     try:
-        import llvmlite.binding as llvm
+        from tessera.runtime.cpu import host_features
 
-        feats = llvm.get_host_cpu_features()
-        return sorted(f for f, on in feats.items() if on and f.startswith(("avx", "fma", "amx")))
-    except Exception:  # noqa: BLE001
+        return sorted(f for f in host_features() if f.startswith(("avx", "fma", "amx")))
+    except Exception:  # noqa: BLE001 - llvmlite missing or broken: report, not crash
         return []
 
 

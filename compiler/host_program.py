@@ -34,13 +34,13 @@ from xdsl.ir import Operation, SSAValue
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import ints
-from tessera.runtime.layouts import in_layout, is_in_layout
+from tessera.runtime.layouts import Placement, in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program
 
 from .errors import TesseraError
 from .interpreter import find_function
-from .interpreter.impls import IMPLS
+from .interpreter.impls import IMPLS, scalar_value
 from .ir_io import op_location
 
 
@@ -59,11 +59,6 @@ class HostProgram:
 
     def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
         return self.program.run(*tensors)
-
-
-def _scalar_value(op: tsr.ConstantOp):
-    v = op.value.value.data
-    return bool(v) if str(op.result.type) == "i1" else v
 
 
 class OneDnnConv:
@@ -142,7 +137,7 @@ class _Builder:
                 t = in_layout(IMPLS[tsr.ConstantOp](op, _CPU), op.result.type)
                 self.steps.append(Call(lambda t=t: t, (), (self.buffer(op.result),)))
             else:
-                self.scalars[op.result] = _scalar_value(op)
+                self.scalars[op.result] = scalar_value(op.value)
         elif isinstance(op, tsr.LaunchOp):
             if self.kernels is None:
                 raise HostProgramError("the host graph launches kernels but none were compiled", op_location(op))
@@ -168,7 +163,7 @@ class _Builder:
         stored in the layouts the op's types name."""
         tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
         fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
-        types = [r.type for r in op.results]
+        types = [(r.type, Placement.of(r.type)) if isinstance(r.type, TensorType) else (r.type, None) for r in op.results]
         fixups = self.result.layout_fixups
         where = f"{op.name} at {op_location(op)}"
 
@@ -178,8 +173,8 @@ class _Builder:
             out = fn(*args)
             outs = out if isinstance(out, (tuple, list)) else (out,)
             placed = []
-            for t, ty in zip(outs, types):
-                if isinstance(ty, TensorType) and not is_in_layout(t, ty):
+            for t, (ty, placement) in zip(outs, types):
+                if placement is not None and not placement.holds(t):
                     fixups.append(where)
                     t = in_layout(t, ty)
                 placed.append(t)

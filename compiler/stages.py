@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.fx
+from xdsl.dialects.builtin import ModuleOp
 
 from .context import make_context
 from .errors import UnsupportedStage
@@ -68,17 +69,31 @@ def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
     return StageOutput(module, print_module(module), "mlir")
 
 
+def fuse_kernels(module: ModuleOp) -> ModuleOp:
+    """A copy of a graph-optimized module with its fusible groups in ``tsr.fused`` regions."""
+    fused = module.clone()
+    build_pipeline("fuse-kernels").apply(make_context(), fused)
+    verify_module(fused)
+    return fused
+
+
+def lower_kernels(fused: ModuleOp, target: str):
+    """The ``kernel`` stage of a fused module: host graph and kernels, with the
+    target's half-precision policy (``passes.HALF_COMPUTE``)."""
+    from tessera.passes import HALF_COMPUTE
+
+    from .lowering import lower_to_kernels
+
+    return lower_to_kernels(fused, half_in_f32=HALF_COMPUTE[target] == "f32-compute")
+
+
 def _fused(prev: StageOutput, opts: StageOptions) -> StageOutput:
-    module = prev.value.clone()
-    build_pipeline("fuse-kernels").apply(make_context(), module)
-    verify_module(module)
+    module = fuse_kernels(prev.value)
     return StageOutput(module, print_module(module), "mlir")
 
 
 def _kernel(prev: StageOutput, opts: StageOptions) -> StageOutput:
-    from .lowering import lower_to_kernels
-
-    program = lower_to_kernels(prev.value)
+    program = lower_kernels(prev.value, opts.target)
     return StageOutput(program, program.text(), "mlir")
 
 

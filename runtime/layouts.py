@@ -8,6 +8,7 @@ of logical shape 1x8x4x4 with channels-last strides; :func:`in_layout` makes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from xdsl.dialects.builtin import TensorType
@@ -24,13 +25,26 @@ def allocate(ttype: TensorType, device: torch.device | str = "cpu") -> torch.Ten
     )
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What a tensor of a ``tsr`` type looks like in memory: dtype, shape,
+    strides. Computed once per type where tensors are checked on every call."""
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @classmethod
+    def of(cls, ttype: TensorType) -> Placement:
+        shape = tuple(ttype.get_shape())
+        return cls(dtypes.to_torch(ttype.get_element_type()), shape, strides_for(shape, layout_of(ttype)))
+
+    def holds(self, t: torch.Tensor) -> bool:
+        return t.dtype == self.dtype and tuple(t.shape) == self.shape and _same_strides(t, self.strides)
+
+
 def is_in_layout(t: torch.Tensor, ttype: TensorType) -> bool:
-    shape = tuple(ttype.get_shape())
-    return (
-        t.dtype == dtypes.to_torch(ttype.get_element_type())
-        and tuple(t.shape) == shape
-        and _same_strides(t, strides_for(shape, layout_of(ttype)))
-    )
+    return Placement.of(ttype).holds(t)
 
 
 def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:

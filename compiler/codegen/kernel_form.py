@@ -31,12 +31,12 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
-    Signedness,
     StridedLayoutAttr,
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
 
 from tessera.compiler.codegen.errors import CodegenError
+from tessera.dialects.tsr import dtypes
 from tessera.runtime.signature import BufferSpec, KernelSignature
 
 KERNEL_ATTR = "tsr.kernel"
@@ -164,15 +164,6 @@ def _check_stores(fn: func.FuncOp, outputs: frozenset[int], where: str) -> None:
                 raise CodegenError(f"{where}: stores to argument #{target.index}, which '{OUTPUTS_ATTR}' does not list")
 
 
-_DTYPE_NAMES: tuple[tuple[type, str], ...] = (
-    (Float32Type, "float32"),
-    (Float16Type, "float16"),
-    (BFloat16Type, "bfloat16"),
-    (Float64Type, "float64"),
-)
-_INT_NAMES = {64: "int64", 32: "int32", 16: "int16", 8: "int8", 1: "bool"}
-
-
 def _dtype_name(fn: func.FuncOp, index: int, t: MemRefType, where: str) -> str:
     elem = t.get_element_type()
     declared = _arg_attr(fn, index, DTYPE_ARG_ATTR)
@@ -184,16 +175,10 @@ def _dtype_name(fn: func.FuncOp, index: int, t: MemRefType, where: str) -> str:
 
 
 def element_dtype_name(elem: Attribute, where: str = "") -> str:
-    for cls, name in _DTYPE_NAMES:
-        if isinstance(elem, cls):
-            return name
-    if isinstance(elem, IntegerType):
-        if elem.signedness.data == Signedness.UNSIGNED:
-            if elem.width.data == 8:
-                return "uint8"
-        elif elem.width.data in _INT_NAMES:
-            return _INT_NAMES[elem.width.data]
-    raise CodegenError(f"{where}: element type {elem} has no torch dtype")
+    try:
+        return dtypes.dtype_name(elem)
+    except dtypes.UnsupportedDtype:
+        raise CodegenError(f"{where}: element type {elem} has no torch dtype") from None
 
 
 def _storage_width(t: Attribute) -> int | None:

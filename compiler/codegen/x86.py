@@ -28,8 +28,9 @@ def host_cpu_and_features() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
-def _enabled(features: str) -> set[str]:
-    return {f[1:] for f in features.split(",") if f.startswith("+")}
+def enabled_features(features: str) -> frozenset[str]:
+    """The features an LLVM feature string turns on: ``"+avx2,-avx512f"`` -> ``{"avx2"}``."""
+    return frozenset(f.strip()[1:].lower() for f in features.split(",") if f.strip().startswith("+"))
 
 
 class X86Target(Target):
@@ -57,7 +58,7 @@ class X86Target(Target):
                 raise UnknownTarget(f"x86 feature string {features!r}: each feature needs a leading '+' or '-', not {bad[0]!r}")
             self.cpu = cpu or ""
             self.features = features
-        on = _enabled(self.features)
+        on = enabled_features(self.features)
         # LLVM's tuning for many AVX-512 CPUs keeps loops at 256 bits; like Inductor's
         # AVX-512 path we ask for 512 when the CPU has it (measured ~1.3x on erf/exp here).
         if prefer_vector_width is None and "avx512f" in on:

@@ -53,6 +53,17 @@ _BY_NAME: dict[str, Attribute] = {
 }
 
 
+_NAME_OF: dict[Attribute, str] = {t: name for name, t in _BY_NAME.items()}
+
+
+def dtype_name(t: Attribute) -> str:
+    """The torch dtype name of an element type (``bf16`` -> ``"bfloat16"``), without importing torch."""
+    try:
+        return _NAME_OF[t]
+    except KeyError:
+        raise UnsupportedDtype(f"element type {t} has no torch dtype") from None
+
+
 @functools.cache
 def _tables() -> tuple[dict, dict]:
     import torch

@@ -42,19 +42,10 @@ if shutil.which("ptxas", path=path):
     config.available_features.add("ptxas")
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+# Host CPU features as tessera's runtime sees them (LLVM's view, which also knows
+# whether the OS enabled AVX-512), for `REQUIRES: avx2` / `REQUIRES: avx512vnni`.
+from tessera.runtime.cpu import host_features  # noqa: E402
 
-
-# Feature name -> the /proc/cpuinfo flag (Linux spells VNNI with an underscore).
-_flags = _cpu_flags()
-for feature, flag in (("avx2", "avx2"), ("avx512vnni", "avx512_vnni")):
-    if flag in _flags:
+for feature in ("avx2", "avx512vnni"):
+    if feature in host_features():
         config.available_features.add(feature)

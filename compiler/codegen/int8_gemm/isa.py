@@ -38,6 +38,7 @@ from llvmlite import ir
 from tessera.compiler.codegen.int8_gemm.errors import IsaUnavailable, UnknownIsa
 from tessera.compiler.codegen.int8_gemm.irutil import I8, I16, I32, byte_ptr, intrinsic, splat, vec
 from tessera.compiler.codegen.int8_gemm.spec import ISAS
+from tessera.compiler.codegen.x86 import enabled_features
 
 class IsaPath:
     """Knobs and hooks of one instruction path (subclasses override a few)."""
@@ -212,11 +213,6 @@ def normalize_features(features: Iterable[str]) -> frozenset[str]:
             continue
         out.add(f.lstrip("+").replace("_", "").lower())
     return frozenset(out)
-
-
-def enabled_features(feature_string: str) -> frozenset[str]:
-    """The ``+`` features of an LLVM feature string."""
-    return normalize_features(f for f in feature_string.split(",") if f.startswith("+"))
 
 
 def host_features() -> frozenset[str]:
