@@ -100,17 +100,16 @@ class Int8Gemm:
     __name__ = "tessera_int8_gemm"
 
     def __init__(self):
-        from .codegen.int8_gemm import can_run, select_isa
+        from .codegen.int8_gemm import can_run, int8_mm, select_isa
 
         isa = select_isa()
         self.isa = isa if can_run(isa) else None
+        self._int8_mm = int8_mm
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         if self.isa is None or a.device.type != "cpu":
             return torch._int_mm(a, b)
-        from .codegen.int8_gemm import int8_mm
-
-        return int8_mm(a.contiguous(), b.contiguous(), isa=self.isa)
+        return self._int8_mm(a.contiguous(), b.contiguous(), isa=self.isa)
 
 
 class _Builder:

@@ -212,3 +212,14 @@ def test_int_mm_runs_tesseras_exact_gemm(a_dtype, caplog):
         got = torch.compile(lambda x, y: torch._int_mm(x, y), backend="tessera")(a, b)
     assert torch.equal(got, (a.to(torch.int64) @ b.to(torch.int64)).to(torch.int32))
     assert "tsr.int_mm" not in caplog.text, caplog.text  # not sent back to ATen
+
+
+def test_conv_weight_updated_in_place_is_packed_again():
+    """oneDNN convs keep their weight packed between calls; an in-place update
+    of the parameter (same storage, new version) must be seen."""
+    model, (x,) = example("resnet_block")
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera")
+        assert_close(compiled(x), model(x), "before the update")
+        model.conv1.weight.mul_(-0.5)
+        assert_close(compiled(x), model(x), "after an in-place update of conv1's weight")

@@ -103,32 +103,32 @@ def test_dump_unknown_stage():
     assert_user_error(proc, "unknown stage 'ptx' for target x86")
 
 
+def import_model_file(tmp_path, name: str, text: str):
+    """``compilerctl import`` on a model file of ``text``: (its path, the process)."""
+    model = tmp_path / name
+    model.write_text(text)
+    return model, run("import", str(model))
+
+
 def test_model_without_example(tmp_path):
-    model = tmp_path / "noexample.py"
-    model.write_text("import torch\n\nX = 1\n")
-    proc = run("import", str(model))
+    model, proc = import_model_file(tmp_path, "noexample.py", "import torch\n\nX = 1\n")
     assert_user_error(proc, f"{model}:1:1: error:", "defines no example()")
 
 
 def test_model_with_syntax_error(tmp_path):
-    model = tmp_path / "syntax.py"
-    model.write_text("import torch\n\n\ndef example(:\n    return None\n")
-    proc = run("import", str(model))
+    model, proc = import_model_file(tmp_path, "syntax.py", "import torch\n\n\ndef example(:\n    return None\n")
     assert_user_error(proc, "syntax error")
     assert re.search(re.escape(str(model)) + r":4:\d+: error: syntax error", proc.stderr), proc.stderr
 
 
 def test_model_whose_example_raises(tmp_path):
-    model = tmp_path / "raises.py"
-    model.write_text("import torch\n\n\ndef example():\n    raise RuntimeError('no weights here')\n")
-    proc = run("import", str(model))
+    model, proc = import_model_file(tmp_path, "raises.py",
+                                    "import torch\n\n\ndef example():\n    raise RuntimeError('no weights here')\n")
     assert_user_error(proc, f"{model}:5:", "example() raised RuntimeError: no weights here")
 
 
 def test_model_returning_wrong_thing(tmp_path):
-    model = tmp_path / "wrong.py"
-    model.write_text("def example():\n    return 42\n")
-    proc = run("import", str(model))
+    model, proc = import_model_file(tmp_path, "wrong.py", "def example():\n    return 42\n")
     assert_user_error(proc, str(model), "must return (module_or_fn, args)")
 
 

@@ -111,6 +111,20 @@ def test_pointwise_nchw_to_nhwc_with_broadcast():
     assert launch.callee.root_reference.data == k.sym_name.data
 
 
+def test_relayout_loops_walk_both_contiguous_dims_innermost():
+    """NDHWC -> NCDHW (a channels-last conv's output back to eager's layout):
+    the output's w stays the inner loop and the input's c becomes the last grid
+    dim, so one (c, w) tile is read across and written along while it is in L1;
+    the output's own order would put c outermost, (8, 3, 4)."""
+    x, y = T((1, 8, 3, 4, 5), layout="ndhwc"), T((1, 8, 3, 4, 5), layout="ncdhw")
+    program = check_lowering(fn(f"%x: {x}", y, f"""
+  %r = tsr.relayout %x : ({x}) -> {y}""", "%r"))
+    k = the_kernel(program)
+    assert grid_of(k) == [3, 4, 8]
+    loop = next(op for op in k.walk() if isinstance(op, scf.ForOp))
+    assert loop.ub.owner.value.value.data == 5
+
+
 def parse_type(text: str):
     module = parse(f"func.func @f(%x: {text}) -> {text} {{\n  func.return %x : {text}\n}}")
     return module.body.block.ops.first.body.block.args[0].type
