@@ -4,9 +4,10 @@ Dynamo's graph goes through AOTAutograd with tessera's decompositions; each
 ATen graph (forward, backward) is imported into ``tsr``, verified, run through
 the target's graph pipeline, fused, lowered to kernels and compiled; it runs
 as a :class:`GraphProgram`: compiled kernels and library calls in order
-(``compiler/host_program.py``). On x86 that is machine code; the ``ptx`` and
-``metal`` targets run their graphs through the reference interpreter until
-their code generation lands. Whatever tessera cannot do degrades, with a
+(``compiler/host_program.py``). CPU tensors run x86 machine code; CUDA tensors
+run PTX kernels (target ``ptx``, chosen by the inputs' device) with cuDNN/cuBLAS
+through ATen; MPS tensors run Metal kernels (target ``metal``, MSL compiled by
+the Metal driver), library ops through ATen's MPS kernels. Whatever tessera cannot do degrades, with a
 warning, never an error in the user's program: a graph it cannot compile runs
 through the reference interpreter (torch calls), and a graph it cannot import
 runs as ATen, as captured.
@@ -14,6 +15,7 @@ runs as ATen, as captured.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,9 +48,9 @@ class BackendOptions:
     print_ir: bool = False
     """Print each graph's ``tsr`` IR after the graph passes."""
     codegen: bool = True
-    """Compile kernels (x86); ``False`` runs each graph through the reference interpreter."""
+    """Compile kernels (x86 on CPU tensors, ptx on CUDA ones); ``False`` runs each graph through the reference interpreter."""
     features: str | None = None
-    """CPU features to generate code for (``+avx2,+fma``); ``None``: this host's."""
+    """CPU features to generate code for (``+avx2,+fma``), or the GPU's sm (``sm_90``); ``None``: this host's / the device's."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
@@ -84,20 +86,40 @@ class GraphProgram:
         return [None if none else next(values) for none in self.output_is_none]
 
 
-def compile_kernels_of(module: ModuleOp, options: BackendOptions) -> HostProgram:
+RUNS_ON = {"x86": "cpu", "ptx": "cuda", "metal": "mps"}
+"""The targets whose kernels tessera compiles and runs, and the device type they run on."""
+DEVICE_TARGET = {"cuda": "ptx", "mps": "metal"}
+"""The target of a graph whose tensors live on a GPU."""
+
+
+def graph_device(example_inputs) -> torch.device:
+    """Where a graph runs: the device of its first GPU (CUDA, MPS) input, else the CPU."""
+    return next((x.device for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type in DEVICE_TARGET),
+                torch.device("cpu"))
+
+
+def compile_kernels_of(module: ModuleOp, options: BackendOptions,
+                       device: torch.device = torch.device("cpu")) -> HostProgram:
     """Fuse, lower, compile and load the kernels of a graph-optimized module:
-    its host program."""
-    from tessera.runtime import compile_kernels
+    its host program (on ``device``: a CUDA device runs ptx kernels built for its sm)."""
+    from tessera.runtime import Device, compile_kernels
 
     from .stages import fuse_kernels, lower_kernels
 
     program_ir = lower_kernels(fuse_kernels(module), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
-    kernels = compile_kernels(program_ir.kernels, options.target, options.features) if has_kernels else None
-    return build_host_program(program_ir.host, kernels)
+    features = options.features
+    if features is None and device.type == "cuda":
+        from tessera.runtime.cuda import device_sm
+
+        features = device_sm(device)
+    kernels = (compile_kernels(program_ir.kernels, options.target, features, device=Device(device))
+               if has_kernels else None)
+    return build_host_program(program_ir.host, kernels, device=device)
 
 
-def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str) -> Callable:
+def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
+                  device: torch.device = torch.device("cpu")) -> Callable:
     """Import and prepare one ATen graph; fall back to ATen if tessera cannot."""
     try:
         result = import_graph(gm)
@@ -113,9 +135,9 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str) 
     if options.print_ir:
         print(f"// tessera: {kind} graph\n{print_module(result.module)}")
     run = None
-    if options.codegen and options.target == "x86":
+    if options.codegen and RUNS_ON.get(options.target) == device.type:
         try:
-            host = compile_kernels_of(result.module, options)
+            host = compile_kernels_of(result.module, options, device)
             run = host
             if host.aten_ops:
                 log.info("tessera: %s graph calls ATen for: %s", kind, dict(host.aten_ops))
@@ -127,7 +149,10 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str) 
 def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any] | None = None):
     """The Dynamo backend registered as ``tessera``."""
     opts = BackendOptions.from_dict(options)
+    gpu_target = DEVICE_TARGET.get(graph_device(example_inputs).type)
+    if opts.target == "x86" and gpu_target:
+        opts = dataclasses.replace(opts, target=gpu_target)  # CUDA tensors: PTX kernels; MPS tensors: Metal
     return aot_backend(
-        lambda g, _: compile_graph(g, opts, "forward"),
-        lambda g, _: compile_graph(g, opts, "backward"),
+        lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins)),
+        lambda g, ins: compile_graph(g, opts, "backward", graph_device(ins)),
     )(gm, example_inputs)

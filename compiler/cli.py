@@ -3,6 +3,7 @@
     compilerctl import MODEL.py                      # the tsr IR of a model
     compilerctl dump MODEL.py --target x86 --all-stages -o out/
     compilerctl opt FILE.mlir -p cse,dce --print-ir-after-all
+    compilerctl translate kernels.mlir --target ptx --emit ptx
     compilerctl passes [--pipeline x86]
     compilerctl targets
 
@@ -18,6 +19,8 @@ from pathlib import Path
 from .errors import Location, TesseraError
 
 EXIT_ERROR = 1
+FEATURES_HELP = ("what to generate code for: x86: CPU features, e.g. +avx512f,+avx512vnni (default: this host's); "
+                 "ptx: the GPU, sm_80 (default) or sm_90, optionally with PTX features, e.g. sm_90,+ptx80")
 
 
 def _read_input(path: str) -> tuple[str, str]:
@@ -141,6 +144,21 @@ def cmd_dump(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_translate(args: argparse.Namespace) -> int:
+    from .translate import translate
+
+    text, filename = _read_input(args.input)
+    out = translate(text, filename, args.target, args.emit, args.features)
+    if isinstance(out, bytes):
+        if args.output and args.output != "-":
+            Path(args.output).write_bytes(out)
+        else:
+            sys.stdout.buffer.write(out)
+    else:
+        _write(out, args.output)
+    return 0
+
+
 def cmd_passes(args: argparse.Namespace) -> int:
     from tessera.passes import PASSES
 
@@ -190,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--all-stages", action="store_true")
     s.add_argument("-o", "--output", help="write one file per graph and stage into this folder")
     s.add_argument("--training", action="store_true")
-    s.add_argument("--features", help="CPU features to generate code for, e.g. +avx512f,+avx512vnni (default: this host's)")
+    s.add_argument("--features", help=FEATURES_HELP)
     s.set_defaults(func=cmd_dump)
 
     s = sub.add_parser("opt", help="run passes on an IR file, like mlir-opt")
@@ -203,6 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--verify-diagnostics", action="store_true")
     s.add_argument("-o", "--output")
     s.set_defaults(func=cmd_opt)
+
+    from .translate import EMITTERS, emit_kinds
+
+    s = sub.add_parser("translate", help="a kernels module (the kernel stage) to LLVM IR, assembly, PTX, ...")
+    s.add_argument("input", help="an .mlir file of tsr.kernel functions (or a kernel-stage dump), or - for stdin")
+    s.add_argument("--target", choices=sorted({t for t, _ in EMITTERS}), default="x86")
+    s.add_argument("--emit", choices=emit_kinds(), required=True)
+    s.add_argument("--features", help=FEATURES_HELP)
+    s.add_argument("-o", "--output", help="output file (binary emits are written as bytes)")
+    s.set_defaults(func=cmd_translate)
 
     s = sub.add_parser("passes", help="list the registered passes")
     s.add_argument("--pipeline", choices=TARGETS, help="print the default pipeline of a target")

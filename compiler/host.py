@@ -54,6 +54,20 @@ def ptxas_path() -> str | None:
     return None
 
 
+def _cuda_run_status(cuda: bool) -> tuple[bool, str]:
+    """Whether ptx kernels run here: a CUDA device torch sees and the driver API (cuda-bindings)."""
+    if not cuda:
+        return False, "no CUDA device"
+    from tessera.runtime.cuda import unavailable_reason
+
+    import torch
+
+    name, (major, minor) = torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0)
+    reason = unavailable_reason()
+    where = f"CUDA device {name} (sm_{major}{minor})"
+    return (False, f"{where}, but {reason}") if reason else (True, where)
+
+
 def target_statuses() -> list[TargetStatus]:
     llvm = _llvm_targets()
     x86_host = platform.machine().lower() in ("x86_64", "amd64")
@@ -81,16 +95,15 @@ def target_statuses() -> list[TargetStatus]:
             ("llvmlite (LLVM NVPTX)" if "nvptx" in llvm else "no NVPTX target")
             + (f" + {ptxas}" if ptxas else ", no ptxas (PTX only, no cubin)"),
             "nvptx" in llvm,
-            cuda,
-            "CUDA device present" if cuda else "no CUDA device",
+            *_cuda_run_status(cuda),
         )
     )
     xcrun = shutil.which("xcrun")
     out.append(
         TargetStatus(
             "metal",
-            "xcrun metal/metallib" if xcrun else "no xcrun (MSL source only, no metallib)",
-            bool(xcrun),
+            "MSL printer" + (f" + {xcrun} metal/metallib" if xcrun else ", no xcrun (MSL source only, no metallib)"),
+            True,
             mps,
             "MPS device present" if mps else "no MPS device",
         )

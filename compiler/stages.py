@@ -18,7 +18,7 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp
 
 from .context import make_context
-from .errors import UnsupportedStage
+from .errors import TesseraError, UnsupportedStage
 from .fx_import import import_graph
 from .ir_io import print_module, verify_module
 from .pass_pipeline import build_pipeline, target_pipeline
@@ -71,8 +71,10 @@ def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
 
 def fuse_kernels(module: ModuleOp) -> ModuleOp:
     """A copy of a graph-optimized module with its fusible groups in ``tsr.fused`` regions."""
+    from tessera.passes import FUSION_PIPELINE
+
     fused = module.clone()
-    build_pipeline("fuse-kernels").apply(make_context(), fused)
+    build_pipeline(FUSION_PIPELINE).apply(make_context(), fused)
     verify_module(fused)
     return fused
 
@@ -84,7 +86,17 @@ def lower_kernels(fused: ModuleOp, target: str):
 
     from .lowering import lower_to_kernels
 
-    return lower_to_kernels(fused, half_in_f32=HALF_COMPUTE[target] == "f32-compute")
+    program = lower_to_kernels(fused, half_in_f32=HALF_COMPUTE[target] == "f32-compute")
+    if target in THREAD_PER_POINT:
+        # GPUs: a pointwise kernel's contiguous loop becomes the innermost grid dim (coalesced)
+        from .codegen.nvptx import thread_per_point
+
+        program.kernels = thread_per_point(program.kernels)
+    return program
+
+
+THREAD_PER_POINT = ("ptx", "metal")
+"""Targets that run one thread per grid point (``codegen.nvptx.thread_per_point``)."""
 
 
 def _fused(prev: StageOutput, opts: StageOptions) -> StageOutput:
@@ -104,10 +116,19 @@ def _codegen_target(opts: StageOptions):
 
 
 def _llvm(prev: StageOutput, opts: StageOptions) -> StageOutput:
-    from .codegen import llvm_ir, optimize
+    """The fused kernels and the kernels tessera generates for library ops (the
+    int8 GEMMs) in one optimized module."""
+    from .codegen import link_llvm_ir, llvm_ir, optimize
+    from .codegen.kernel_form import kernel_functions
+    from .codegen.library_kernels import library_kernel_modules
 
     target = _codegen_target(opts)
-    module = optimize(llvm_ir(prev.value.kernels, target), target)
+    texts = [str(m) for m in library_kernel_modules(prev.value.host, target)]
+    if kernel_functions(prev.value.kernels):  # a graph of library ops alone has no fused kernel
+        texts.insert(0, llvm_ir(prev.value.kernels, target))
+    elif not texts:  # nor, on this target, any generated library kernel: an empty module
+        texts = [f'target triple = "{target.triple}"\ntarget datalayout = "{target.data_layout}"\n']
+    module = optimize(link_llvm_ir(texts), target)
     return StageOutput((prev.value, target, module), str(module), "ll")
 
 
@@ -119,8 +140,43 @@ def _asm(prev: StageOutput, opts: StageOptions) -> StageOutput:
 def _obj(prev: StageOutput, opts: StageOptions) -> StageOutput:
     program, target, module = prev.value
     data = target.emit_artifact(module)
-    names = ", ".join(op.sym_name.data for op in program.kernels.ops)
+    names = ", ".join(f.name for f in module.functions if not f.is_declaration)
     return StageOutput(prev.value, f"// ELF object, {len(data)} bytes; kernels: {names}\n", "o", data)
+
+
+def _ptx(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    _, target, module = prev.value
+    return StageOutput(prev.value, target.emit_assembly(module), "ptx")
+
+
+def _cubin(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    from .codegen.ptxas import assemble
+
+    program, target, module = prev.value
+    data = assemble(prev.text, target.cpu)
+    names = ", ".join(f.name for f in module.functions if not f.is_declaration)
+    return StageOutput(prev.value, f"// cubin for {target.cpu}, {len(data)} bytes; kernels: {names}\n", "cubin", data)
+
+
+def _msl(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    from .codegen.msl import print_msl
+
+    module = print_msl(prev.value.kernels)
+    return StageOutput((prev.value, module), module.source, "metal")
+
+
+def _metallib(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    from tessera.runtime.cache import CompileCache
+    from tessera.runtime.options import RuntimeOptions
+
+    from .codegen.msl.metallib import compile_metallib
+
+    _, module = prev.value
+    root = RuntimeOptions().cache_dir
+    artifact = compile_metallib(module.source, module.signatures, CompileCache(root) if root else None)
+    names = ", ".join(k.name for k in module.kernels)
+    text = f"// metallib, {len(artifact.data)} bytes; kernels: {names}\n"
+    return StageOutput((artifact, module), text, "metallib", artifact.data)
 
 
 _COMMON: dict[str, Callable[..., StageOutput]] = {
@@ -129,15 +185,20 @@ _COMMON: dict[str, Callable[..., StageOutput]] = {
 # The stages implemented for each target, in order; each takes the previous output.
 IMPLEMENTED: dict[str, dict[str, Callable[..., StageOutput]]] = {
     "x86": {**_COMMON, "llvm": _llvm, "asm": _asm, "obj": _obj},
-    "ptx": dict(_COMMON),
-    "metal": dict(_COMMON),
+    "ptx": {**_COMMON, "llvm": _llvm, "ptx": _ptx, "cubin": _cubin},  # cubin: needs ptxas
+    "metal": {**_COMMON, "msl": _msl, "metallib": _metallib},  # metallib: needs xcrun
 }
-DEFAULT_STAGE = {"x86": "asm", "ptx": "kernel", "metal": "kernel"}
+DEFAULT_STAGE = {"x86": "asm", "ptx": "ptx", "metal": "msl"}
 """What ``compilerctl dump`` prints without ``--stage``: the last text stage."""
 
 
+NO_LLVM = ("metal",)
+"""Targets printed from the kernel IR directly (MSL), without an ``llvm`` stage."""
+
+
 def stage_names(target: str) -> tuple[str, ...]:
-    return COMMON_STAGES + ARTIFACT_STAGES[target]
+    common = tuple(s for s in COMMON_STAGES if s != "llvm") if target in NO_LLVM else COMMON_STAGES
+    return common + ARTIFACT_STAGES[target]
 
 
 def run_stages(gm: torch.fx.GraphModule, target: str, upto: str | None = None,
@@ -157,7 +218,16 @@ def run_stages(gm: torch.fx.GraphModule, target: str, upto: str | None = None,
     outputs: dict[str, StageOutput] = {}
     prev: Any = gm
     for name, stage in stages.items():
-        prev = stage(prev, opts)
+        try:
+            prev = stage(prev, opts)
+        except TesseraError as err:
+            from .codegen.msl.metallib import ToolchainMissing
+
+            if upto is not None or not isinstance(err, ToolchainMissing):
+                raise
+            # --all-stages on a host without the stage's toolchain: a note instead of the artifact
+            outputs[name] = StageOutput(None, f"// stage '{name}' skipped: {err.message}\n", "skipped.txt")
+            break
         outputs[name] = prev
         if name == upto:
             break

@@ -21,7 +21,7 @@ class Artifact:
     target: str
     """``x86``, ``ptx``, ``metal``."""
     kind: str
-    """``obj``, ``ptx``, ``cubin``, ``metallib``."""
+    """``obj``, ``ptx``, ``cubin``, ``msl`` (Metal source, ASCII), ``metallib``."""
     data: bytes
     signatures: tuple[KernelSignature, ...]
     target_key: str = ""

@@ -25,19 +25,25 @@ DEFAULT = object()
 
 def compile_artifact(kernels: ModuleOp, target: str = "x86", features: str | None = None,
                      cache: CompileCache | None | object = DEFAULT, options: RuntimeOptions | None = None) -> Artifact:
-    from tessera.compiler.codegen import build_artifact, get_target
     from tessera.compiler.codegen.fingerprint import codegen_fingerprint, tessera_version
 
-    tgt = get_target(target, features=features)
+    if target == "metal":  # MSL source, compiled by the Metal driver at load time
+        from tessera.compiler.codegen.msl import MSL_VERSION, msl_artifact
+
+        target_key, build = f"metal|{MSL_VERSION}", lambda: msl_artifact(kernels)
+    else:
+        from tessera.compiler.codegen import build_artifact, get_target
+
+        tgt = get_target(target, features=features)
+        target_key, build = tgt.cache_key(), lambda: build_artifact(kernels, tgt)
     if cache is DEFAULT:
         root = (options or RuntimeOptions()).cache_dir
         cache = CompileCache(root) if root is not None else None
     if cache is None:
-        return build_artifact(kernels, tgt)
+        return build()
     if not isinstance(cache, CompileCache):
         raise TypeError(f"cache must be a CompileCache, None or DEFAULT, not {type(cache).__name__}")
-    key = cache_key(str(kernels), tgt.cache_key(), tessera_version(), codegen_fingerprint())
-    return cache.get_or_build(key, lambda: build_artifact(kernels, tgt))
+    return cache.get_or_build(cache_key(str(kernels), target_key, tessera_version(), codegen_fingerprint()), build)
 
 
 def compile_kernels(kernels: ModuleOp, target: str = "x86", features: str | None = None,

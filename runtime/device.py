@@ -1,10 +1,22 @@
 """One interface for every device: ``Device(kind).load(artifact) -> Module``.
 
-    Device("cpu").load(artifact).kernel("fused_0")(x, out)
-    Device("cuda")   # UnsupportedDevice for now; the interface will not change
+    Device("cpu").load(x86_artifact).kernel("fused_0")(x, out)
+    Device("cuda").load(ptx_artifact).kernel("fused_0")(x_cuda, out_cuda)
+    Device("mps").load(msl_artifact).kernel("fused_0")(x_mps, out_mps)
+
+Each device kind is a row of :data:`BACKENDS`: the code generation target whose
+artifacts it loads and its loader, ``"module:function"`` with
+``function(artifact, device, options) -> Module``; the loader's module may
+define ``unavailable_reason(device) -> str | None`` (why it cannot run here).
+A new device is one row; its module is imported only when that device is used:
+
+    "mps": Backend("metal", "tessera.runtime.mps:load"),
 """
 
 from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
 
 import torch
 
@@ -17,35 +29,70 @@ from tessera.runtime.options import RuntimeOptions
 KNOWN = ("cpu", "cuda", "mps")
 
 
+@dataclass(frozen=True)
+class Backend:
+    target: str
+    """The ``compiler.codegen`` target whose artifacts this device loads."""
+    loader: str | None
+    """``"module:function"`` that loads an artifact (None: kernels cannot run on this device yet)."""
+
+    def module(self):
+        return importlib.import_module(self.loader.partition(":")[0])
+
+    def load(self, artifact: Artifact, device: torch.device, options: RuntimeOptions) -> Module:
+        return getattr(self.module(), self.loader.partition(":")[2])(artifact, device, options)
+
+
+BACKENDS: dict[str, Backend] = {
+    "cpu": Backend("x86", "tessera.runtime.device:load_cpu"),
+    "cuda": Backend("ptx", "tessera.runtime.cuda:load"),
+    "mps": Backend("metal", "tessera.runtime.mps:load"),
+}
+
+
 class Device:
     def __init__(self, kind: str | torch.device = "cpu", options: RuntimeOptions | None = None):
-        self.torch_device = torch.device(kind)
+        try:
+            self.torch_device = torch.device(kind)
+        except RuntimeError as err:
+            raise UnsupportedDevice(f"unknown device {kind!r}: {err}") from None
         self.type = self.torch_device.type
         if self.type not in KNOWN:
             raise UnsupportedDevice(f"unknown device {kind!r}; tessera knows {', '.join(KNOWN)}")
-        if self.type != "cpu":
-            raise UnsupportedDevice(f"device {self.type!r} is not supported yet: kernels run on 'cpu' only")
+        self.backend = BACKENDS[self.type]
+        if self.backend.loader is None:
+            raise UnsupportedDevice(f"device {self.type!r} is not supported yet: kernels run on "
+                                    f"{', '.join(k for k, b in BACKENDS.items() if b.loader)}")
+        check = getattr(self.backend.module(), "unavailable_reason", None)
+        reason = check(self.torch_device) if check is not None else None
+        if reason:
+            raise UnsupportedDevice(f"device {self.type!r} cannot run kernels here: {reason}")
         self.options = options or RuntimeOptions()
 
     def __repr__(self) -> str:
-        return f"Device({self.type!r})"
+        return f"Device({str(self.torch_device)!r})"
 
     @property
     def target(self) -> str:
         """The code generation target whose artifacts this device loads."""
-        return "x86"
+        return self.backend.target
 
     def load(self, artifact: Artifact) -> Module:
-        from tessera.runtime import cpu
+        return self.backend.load(artifact, self.torch_device, self.options)
 
-        code = cpu.LoadedObject(artifact)
-        kernels = {}
-        for sig in artifact.signatures:
-            fn = code.function(sig.name, len(sig.args))
-            total, threads = sig.grid_size, self.options.num_threads
 
-            def launcher(pointers, chunks, fn=fn, total=total, threads=threads):
-                cpu.run_chunks(fn, pointers, total, chunks, threads)
+def load_cpu(artifact: Artifact, device: torch.device, options: RuntimeOptions) -> Module:
+    """The cpu loader: an x86 object linked into this process, kernels run on a thread pool."""
+    from tessera.runtime import cpu
 
-            kernels[sig.name] = Kernel(sig, self.torch_device, launcher, self.options)
-        return Module(artifact, kernels, keepalive=code)
+    code = cpu.LoadedObject(artifact)
+    kernels = {}
+    for sig in artifact.signatures:
+        fn = code.function(sig.name, len(sig.args))
+        total, threads = sig.grid_size, options.num_threads
+
+        def launcher(pointers, chunks, fn=fn, total=total, threads=threads):
+            cpu.run_chunks(fn, pointers, total, chunks, threads)
+
+        kernels[sig.name] = Kernel(sig, device, launcher, options)
+    return Module(artifact, kernels, keepalive=code)

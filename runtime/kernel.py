@@ -16,14 +16,18 @@ from tessera.runtime.options import RuntimeOptions
 from tessera.runtime.signature import BufferSpec, KernelSignature
 
 Launcher = Callable[[Sequence[int], int], None]
-"""``launcher(pointers, chunks)`` runs the whole grid split into ``chunks`` ranges."""
+"""``launcher(pointers, chunks)`` runs the whole grid split into ``chunks`` ranges. A device
+whose launch API binds tensors, not addresses (``mps``), is given the checked tensors instead
+(``Kernel(..., takes_tensors=True)``)."""
 
 
 class Kernel:
-    def __init__(self, signature: KernelSignature, device: torch.device, launcher: Launcher, options: RuntimeOptions):
+    def __init__(self, signature: KernelSignature, device: torch.device, launcher: Launcher, options: RuntimeOptions,
+                 *, takes_tensors: bool = False):
         self.signature = signature
         self.device = device
         self._launcher = launcher
+        self._takes_tensors = takes_tensors
         self._module: object = None  # set by the Module that owns the code, to keep it alive
         self._dtypes = tuple(_torch_dtype(a.dtype) for a in signature.args)
         work = sum(a.numel for a in signature.args)
@@ -41,7 +45,13 @@ class Kernel:
 
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
-        self._launcher([t.data_ptr() for t in tensors], self.default_chunks if chunks is None else max(1, chunks))
+        args = tensors if self._takes_tensors else [t.data_ptr() for t in tensors]
+        self._launcher(args, self.default_chunks if chunks is None else max(1, chunks))
+
+    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
+        """Launches without :meth:`check`: for a :class:`~tessera.runtime.program.Program`
+        whose buffers were checked against this kernel on an earlier run with the same inputs."""
+        self._launcher(tensors if self._takes_tensors else [t.data_ptr() for t in tensors], self.default_chunks)
 
     def check(self, tensors: Sequence[torch.Tensor]) -> None:
         """Raises :class:`SignatureMismatch` unless every tensor is what the code expects."""

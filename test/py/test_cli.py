@@ -92,9 +92,11 @@ def test_dump_all_stages_writes_files(tmp_path):
     assert again.returncode == 0, again.stderr
 
 
-def test_dump_unimplemented_stage_is_a_clear_error():
-    proc = run("dump", "examples/resnet_block.py", "--target", "metal", "--stage", "msl")
-    assert_user_error(proc, "stage 'msl' is not implemented yet for target metal", "available: fx, graph, graph-opt")
+def test_dump_stage_a_target_lacks_is_a_clear_error():
+    """Metal has no llvm stage (MSL is printed from the kernel IR)."""
+    proc = run("dump", "examples/resnet_block.py", "--target", "metal", "--stage", "llvm")
+    assert_user_error(proc, "unknown stage 'llvm' for target metal",
+                      "stages: fx, graph, graph-opt, fused, kernel, msl, metallib")
     assert proc.stdout == ""
 
 

@@ -6,5 +6,5 @@
 // CHECK-NEXT: {{^}}ptx {{ +}}{{yes|no}} {{ +}}{{yes|no}} {{ +}}{{.+}}; {{.*}}CUDA device{{.*}}
 // CHECK-NEXT: {{^}}metal {{ +}}{{yes|no}} {{ +}}{{yes|no}} {{ +}}{{.+}}; {{.*}}MPS device{{.*}}
 // CHECK-NEXT: // x86 stages: fx, graph, graph-opt, fused, kernel, llvm, asm, obj
-// CHECK-NEXT: // ptx stages: fx, graph, graph-opt, fused, kernel
-// CHECK-NEXT: // metal stages: fx, graph, graph-opt, fused, kernel
+// CHECK-NEXT: // ptx stages: fx, graph, graph-opt, fused, kernel, llvm, ptx, cubin
+// CHECK-NEXT: // metal stages: fx, graph, graph-opt, fused, kernel, msl, metallib{{$}}

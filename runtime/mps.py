@@ -1,0 +1,69 @@
+"""Loading Metal kernels on an Apple GPU through torch's MPS backend.
+
+    module = mps.load(Artifact(target="metal", kind="msl", data=source, signatures=...), torch.device("mps"))
+    module.kernel("fused_0")(x_mps, out_mps)     # lib.fused_0(x, out, threads=[prod(grid)])
+
+An ``msl`` artifact (MSL source from ``compiler.codegen.msl``) is compiled at load
+time by ``torch.mps.compile_shader``; a ``metallib`` one (``xcrun metal``) is loaded
+with ``torch.mps.load_metallib``. Either returns a library whose kernels torch
+launches on its own command queue: each tensor binds to the ``[[buffer(i)]]`` of
+its position, and ``threads`` = prod(grid) threads are dispatched (one per grid
+point; the kernel bound-checks ``tid``). A kernel with more than 31 buffers is
+printed with one argument buffer, which this launcher cannot fill (torch binds
+tensors, not GPU addresses): loading it is a :class:`LoadError`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tessera.runtime.artifact import Artifact
+from tessera.runtime.errors import LoadError, UnsupportedDevice
+from tessera.runtime.kernel import Kernel
+from tessera.runtime.module import Module
+from tessera.runtime.options import RuntimeOptions
+
+MAX_BUFFERS = 31
+"""Metal's buffer argument table (``compiler.codegen.msl.MAX_BUFFERS``)."""
+
+
+def unavailable_reason(device: torch.device) -> str | None:
+    """Why Metal kernels cannot run here, or None."""
+    if not torch.backends.mps.is_available():
+        return "no MPS device (torch.backends.mps.is_available() is False: it needs an Apple GPU and macOS)"
+    return None
+
+
+def _library(artifact: Artifact):
+    if artifact.target != "metal" or artifact.kind not in ("msl", "metallib"):
+        raise LoadError(f"the mps device loads Metal source or metallibs, not {artifact.target}/{artifact.kind}")
+    try:
+        if artifact.kind == "msl":
+            return torch.mps.compile_shader(artifact.data.decode("ascii"))
+        return torch.mps.load_metallib(artifact.data)
+    except (RuntimeError, UnicodeDecodeError) as err:
+        raise LoadError(f"Metal could not {'compile' if artifact.kind == 'msl' else 'load'} the kernels: {err}") from None
+
+
+def load(artifact: Artifact, device: torch.device, options: RuntimeOptions | None = None) -> Module:
+    """Every kernel of ``artifact`` as a :class:`Kernel` launching on ``device`` (mps)."""
+    reason = unavailable_reason(device)
+    if reason:
+        raise UnsupportedDevice(f"device 'mps' cannot run kernels here: {reason}")
+    options = options or RuntimeOptions()
+    library = _library(artifact)
+    kernels = {}
+    for sig in artifact.signatures:
+        if len(sig.args) > MAX_BUFFERS:
+            raise LoadError(f"kernel @{sig.name} takes {len(sig.args)} buffers, more than Metal's {MAX_BUFFERS}: it is "
+                            "printed with an argument buffer, which torch.mps cannot bind")
+        try:
+            fn = getattr(library, sig.name)
+        except (AttributeError, RuntimeError):
+            raise LoadError(f"the Metal library has no kernel @{sig.name}") from None
+
+        def launcher(tensors, chunks, fn=fn, threads=sig.grid_size):
+            fn(*tensors, threads=[threads])
+
+        kernels[sig.name] = Kernel(sig, device, launcher, options, takes_tensors=True)
+    return Module(artifact, kernels, keepalive=library)
