@@ -1,7 +1,11 @@
-"""Measures the library convolution tessera calls on x86 (oneDNN through
-``aten.mkldnn_convolution``) in the contiguous layout against channels-last,
-per dtype and shape class: the data behind ``compiler/conv_layout_model.py``,
-the rule ``assign-layouts`` applies. ATen's default dispatch
+"""Measures the library convolutions tessera calls on x86, contiguous against
+channels-last, per dtype and shape class: the data behind
+``compiler/conv_layout_model.py``, the rule ``assign-layouts`` applies. A
+contiguous conv runs ``aten.mkldnn_convolution`` (oneDNN, weight reordered per
+call); a channels-last one ``mkldnn._convolution_pointwise`` with the weight
+packed once (``compiler/host_program.py``: with a packed weight oneDNN returns
+channels-last whatever the input, so only channels-last convs use it). The
+unpacked channels-last call is shown too. ATen's default dispatch
 (``F.conv2d``/``F.conv3d``, contiguous) is shown for reference: for small-batch
 fp32 conv3d it picks ``slow_conv3d_forward``.
 
@@ -66,10 +70,14 @@ def measure(shape, cout, k, groups, stride, dtype, reps=7):
     pad = k // 2
     st, pd, dl = [stride] * spatial, [pad] * spatial, [1] * spatial
     onednn = torch.ops.aten.mkldnn_convolution
+    with torch.no_grad():
+        packed = torch.ops.mkldnn._reorder_convolution_weight(w, pd, st, dl, groups, list(shape))
     runs = {
         "aten": lambda: conv(x, w, b, stride, pad, 1, groups),
         "contiguous": lambda: onednn(x, w, b, pd, st, dl, groups),
         "channels-last": lambda: onednn(xc, wc, b, pd, st, dl, groups),
+        "channels-last packed": lambda: torch.ops.mkldnn._convolution_pointwise(
+            xc, packed, b, pd, st, dl, groups, "none", [], ""),
     }
     with torch.no_grad():
         for f in runs.values():
@@ -89,14 +97,16 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {a.threads} threads, mkldnn {torch.backends.mkldnn.is_available()}")
-    print(f"{'shape':36s} {'dtype':5s} {'aten ms':>8s} {'oneDNN contig':>13s} {'oneDNN CL':>9s} {'CL speedup':>10s}")
+    print(f"{'shape':36s} {'dtype':5s} {'aten ms':>8s} {'oneDNN contig':>13s} {'oneDNN CL':>9s} {'CL packed':>9s} "
+          f"{'CL speedup':>10s} {'packed CL speedup':>17s}")
     for label, shape, cout, k, groups, stride in SHAPES:
         if a.only not in label:
             continue
         for dname in a.dtypes.split(","):
             r = measure(shape, cout, k, groups, stride, DTYPES[dname])
-            c, cl = r["contiguous"], r["channels-last"]
-            print(f"{label:36s} {dname:5s} {r['aten']:8.2f} {c:13.2f} {cl:9.2f} {c / cl:9.2f}x", flush=True)
+            c, cl, pk = r["contiguous"], r["channels-last"], r["channels-last packed"]
+            print(f"{label:36s} {dname:5s} {r['aten']:8.2f} {c:13.2f} {cl:9.2f} {pk:9.2f} {c / cl:9.2f}x {c / pk:16.2f}x",
+                  flush=True)
 
 
 if __name__ == "__main__":

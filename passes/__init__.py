@@ -14,13 +14,14 @@ from .cancel_relayouts import CancelRelayouts
 from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
+from .fuse_int_mm_epilogues import FuseIntMmEpilogues
 from .fuse_kernels import FuseKernels
 from .fuse_relayouts import FuseRelayouts
 from .hoist_relayouts import HoistRelayouts
 
 PASSES: dict[str, type[ModulePass]] = {
     p.name: p for p in (Cse, Dce, CastConstants, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts,
-                        FuseKernels)
+                        FuseIntMmEpilogues, FuseKernels)
 }
 
 
@@ -48,3 +49,7 @@ HALF_COMPUTE: dict[str, str] = {"x86": "f32-compute", "ptx": "f32-compute", "met
 
 # The graph-level pipeline of each target, run between the `graph` and `graph-opt` stages.
 PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, policy in HALF_COMPUTE.items()}
+
+# The fusion step (between `graph-opt` and `fused`): library ops take the epilogues
+# they compute themselves, then the remaining pointwise/reduction groups become kernels.
+FUSION_PIPELINE: tuple[str, ...] = ("fuse-int-mm-epilogues", "dce", "fuse-kernels")

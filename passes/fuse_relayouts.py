@@ -1,6 +1,6 @@
 """``fuse-relayouts``: a relayout that meets a kernel disappears into it.
 
-Three cases, each free of extra memory traffic:
+Four cases, each free of extra memory traffic:
 
 - Into its producer: when the relayout's input is computed by a tessera kernel
   op (``dialects/tsr/op_classes.py``) and the relayout is its only user, the
@@ -21,6 +21,16 @@ Three cases, each free of extra memory traffic:
 
 - Into a constant: a relayout of a ``tsr.constant`` (a frozen weight) folds at
   compile time into a constant of the new layout.
+
+- Into a weight packing: a library op that reorders a weight operand into its
+  own blocked format once per weight (``tsr.conv``: oneDNN's reorder) reads
+  any layout, so a relayout feeding only such operands is dropped; it would
+  otherwise copy the weight on every call and defeat the packing's cache:
+
+      %w2 = tsr.relayout %w : (tensor<8x8x3x3xf32, #tsr.layout<nchw>>) -> tensor<8x8x3x3xf32, #tsr.layout<nhwc>>
+      %y = tsr.conv %x, %w2 {...}
+      // becomes
+      %y = tsr.conv %x, %w {...}
 
 A relayout between a library op (convolution, GEMM, ATen call) and another
 library op or a graph boundary stays: the library needs the layout its type
@@ -44,7 +54,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.op_classes import is_kernel_op
+from tessera.dialects.tsr.op_classes import is_kernel_op, is_packed_weight
 
 
 class FoldRelayoutOfConstant(RewritePattern):
@@ -88,6 +98,17 @@ class FuseRelayoutIntoConsumers(RewritePattern):
         rewriter.replace(op, [], [op.input])
 
 
+class FuseRelayoutIntoWeightPacking(RewritePattern):
+    """Weight operands that their op packs itself read the relayout's input."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tsr.RelayoutOp, rewriter: PatternRewriter) -> None:
+        uses = list(op.result.uses)
+        if not uses or not all(is_packed_weight(u.operation, u.index) for u in uses):
+            return
+        rewriter.replace(op, [], [op.input])
+
+
 @dataclass(frozen=True)
 class FuseRelayouts(ModulePass):
     name = "fuse-relayouts"
@@ -95,7 +116,8 @@ class FuseRelayouts(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [FoldRelayoutOfConstant(), FuseRelayoutIntoProducer(), FuseRelayoutIntoConsumers()]
+                [FoldRelayoutOfConstant(), FuseRelayoutIntoProducer(), FuseRelayoutIntoConsumers(),
+                 FuseRelayoutIntoWeightPacking()]
             ),
             walk_reverse=False,
         ).rewrite_module(op)

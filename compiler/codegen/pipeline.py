@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import llvmlite.binding as llvm
 from xdsl.dialects.builtin import ModuleOp
 
@@ -21,6 +23,21 @@ from tessera.runtime.artifact import Artifact
 def llvm_ir(kernels: ModuleOp, target: Target) -> str:
     """Unoptimized LLVM IR text of every kernel."""
     return str(emit_module(kernels, target))
+
+
+def link_llvm_ir(texts: Sequence[str]) -> str:
+    """One module of several LLVM IR modules' texts (what ``llvm-link`` does);
+    a single text is returned as it is."""
+    if len(texts) == 1:
+        return texts[0]
+    init_llvm()
+    try:
+        linked = llvm.parse_assembly(texts[0])
+        for text in texts[1:]:
+            linked.link_in(llvm.parse_assembly(text))
+    except RuntimeError as err:
+        raise CodegenError(f"linking the emitted LLVM modules failed: {err}") from None
+    return str(linked)
 
 
 def optimize(ir_text: str, target: Target, level: int = 3) -> llvm.ModuleRef:

@@ -28,9 +28,28 @@ def host_cpu_and_features() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+# What LLVM's X86 feature table implies for the features tessera asks about
+# (``+avx512vnni`` alone builds AVX-512 code, as with ``llc -mattr``).
+IMPLIED_FEATURES: dict[str, tuple[str, ...]] = {
+    "avx512vnni": ("avx512f",), "avx512bw": ("avx512f",), "avx512vl": ("avx512f",), "avx512bf16": ("avx512bw",),
+    "avx512fp16": ("avx512bw", "avx512vl"), "avx512f": ("avx2", "fma", "f16c"), "avxvnni": ("avx2",),
+    "fma": ("avx",), "f16c": ("avx",), "avx2": ("avx",),
+}
+
+
 def enabled_features(features: str) -> frozenset[str]:
-    """The features an LLVM feature string turns on: ``"+avx2,-avx512f"`` -> ``{"avx2"}``."""
-    return frozenset(f.strip()[1:].lower() for f in features.split(",") if f.strip().startswith("+"))
+    """The features an LLVM feature string turns on, with what they imply:
+    ``"+avx512vnni"`` -> ``{"avx512vnni", "avx512f", "avx2", "fma", ...}``;
+    ``"+avx2,-avx512f"`` -> ``{"avx2", "avx"}``."""
+    on = [f.strip()[1:].lower() for f in features.split(",") if f.strip().startswith("+")]
+    off = {f.strip()[1:].lower() for f in features.split(",") if f.strip().startswith("-")}
+    seen: set[str] = set()
+    while on:
+        f = on.pop()
+        if f not in seen and f not in off:
+            seen.add(f)
+            on.extend(IMPLIED_FEATURES.get(f, ()))
+    return frozenset(seen)
 
 
 class X86Target(Target):

@@ -73,6 +73,12 @@ def _tensor_pair(a: Any, b: Any, like: torch.Tensor) -> tuple[torch.Tensor, torc
     return t(a), t(b)
 
 
+@impl(tsr.ScaledIntMmOp)
+def _scaled_int_mm(op, env, a, b, a_scale, b_scale, bias=None):
+    y = torch._int_mm(a, b).to(torch.float32) * a_scale[:, None] * b_scale[None, :]
+    return y if bias is None else y + bias
+
+
 @impl(tsr.MaximumOp, tsr.MinimumOp)
 def _minmax(op, env, a, b):
     like = a if isinstance(a, torch.Tensor) else b

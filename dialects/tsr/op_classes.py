@@ -18,7 +18,7 @@ from xdsl.ir import Operation
 
 from .ops_core import AtenCallOp, ConvertOp, RelayoutOp
 from .ops_elementwise import ELEMENTWISE_OPS
-from .ops_nn import REDUCTION_OPS, AddmmOp, BmmOp, ConvOp, IntMmOp, MatmulOp, UpsampleOp
+from .ops_nn import REDUCTION_OPS, AddmmOp, BmmOp, ConvOp, IntMmOp, MatmulOp, ScaledIntMmOp, UpsampleOp
 from .ops_shape import ConcatOp, ExpandOp, PadOp, PermuteOp, ReshapeOp, SliceOp
 
 KERNEL_OPS: tuple[type[Operation], ...] = (
@@ -34,9 +34,19 @@ KERNEL_OPS: tuple[type[Operation], ...] = (
     UpsampleOp,
     *REDUCTION_OPS,
 )
-LIBRARY_OPS: tuple[type[Operation], ...] = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, AtenCallOp)
+LIBRARY_OPS: tuple[type[Operation], ...] = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, ScaledIntMmOp, AtenCallOp)
 
 
 def is_kernel_op(op: Operation) -> bool:
     """True when tessera computes ``op`` in a kernel of its own (any layouts)."""
     return isinstance(op, KERNEL_OPS)
+
+
+# Operands that their library op reorders into its own blocked format once per
+# weight (and so reads in any layout): the convolution's weight (oneDNN's reorder).
+PACKED_WEIGHT_OPERANDS: dict[type[Operation], tuple[int, ...]] = {ConvOp: (1,)}
+
+
+def is_packed_weight(op: Operation, index: int) -> bool:
+    """True when operand ``index`` of ``op`` is a weight the op packs itself."""
+    return index in PACKED_WEIGHT_OPERANDS.get(type(op), ())

@@ -44,8 +44,8 @@ from xdsl.utils.exceptions import VerifyException
 from .shapes import check_values_layouts
 
 # Ops that are never part of a fused body: library calls and kernel-level ops.
-_NOT_FUSIBLE = ("tsr.conv", "tsr.matmul", "tsr.bmm", "tsr.addmm", "tsr.int_mm", "tsr.aten_call",
-                "tsr.fused", "tsr.launch")
+_NOT_FUSIBLE = ("tsr.conv", "tsr.matmul", "tsr.bmm", "tsr.addmm", "tsr.int_mm", "tsr.scaled_int_mm",
+                "tsr.aten_call", "tsr.fused", "tsr.launch")
 
 
 @irdl_op_definition

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    f32,
     f64,
     i8,
     i32,
@@ -289,6 +290,48 @@ class IntMmOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ScaledIntMmOp(IRDLOperation):
+    """A quantized linear layer's GEMM with its epilogue: the exact int32 product
+    of ``tsr.int_mm``, then ``float(acc) * a_scale[m] * b_scale[n] (+ bias[n])``
+    in float32, each step rounded as eager's separate ops round it.
+
+        %y = tsr.scaled_int_mm %a, %b, %sa, %sb, %bias
+             : (tensor<32x64xui8>, tensor<64x16xi8>, tensor<32xf32>, tensor<16xf32>, tensor<16xf32>)
+            -> tensor<32x16xf32>
+
+    ``fuse-int-mm-epilogues`` forms it from ``int_mm -> convert -> mul -> mul (-> add)``.
+    """
+
+    name = "tsr.scaled_int_mm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    a_scale = operand_def(TensorType)
+    b_scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs `,` $a_scale `,` $b_scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def verify_(self) -> None:
+        check_values_layouts(list(self.operands) + [self.result], self.name)
+        m, n = _matmul_shape(self, self.lhs, self.rhs)
+        if elem_of(self.lhs.type) not in (i8, dtypes.ui8) or elem_of(self.rhs.type) != i8:
+            raise VerifyException(
+                f"scaled_int_mm takes i8 or ui8 x i8, got {elem_of(self.lhs.type)} x {elem_of(self.rhs.type)}"
+            )
+        vectors = [(self.a_scale, m, "a_scale"), (self.b_scale, n, "b_scale")]
+        if self.bias is not None:
+            vectors.append((self.bias, n, "bias"))
+        for v, size, what in vectors:
+            expect_shape(shape_of(v.type), (size,), what)
+            if elem_of(v.type) != f32:
+                raise VerifyException(f"scaled_int_mm's {what} must be f32, got {elem_of(v.type)}")
+        if elem_of(self.result.type) != f32:
+            raise VerifyException(f"scaled_int_mm gives f32, got {elem_of(self.result.type)}")
+        expect_shape(shape_of(self.result.type), (m, n), "result")
+
+
+@irdl_op_definition
 class UpsampleOp(IRDLOperation):
     """Spatial upsampling (nearest, or bilinear for 2-D) to the result's shape.
     ``scales`` (optional) are the factors the model asked for; ATen derives the
@@ -329,4 +372,4 @@ class UpsampleOp(IRDLOperation):
 
 
 REDUCTION_OPS = (SumOp, MeanOp, AmaxOp, AminOp, VarOp)
-NN_OPS = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, UpsampleOp, *REDUCTION_OPS)
+NN_OPS = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, ScaledIntMmOp, UpsampleOp, *REDUCTION_OPS)

@@ -214,6 +214,59 @@ def test_int_mm_runs_tesseras_exact_gemm(a_dtype, caplog):
     assert "tsr.int_mm" not in caplog.text, caplog.text  # not sent back to ATen
 
 
+@pytest.fixture
+def pack_count(monkeypatch):
+    """Counts the weight packings of every ``PackedWeight`` (conv and int8 GEMM weights)."""
+    from tessera.compiler import weight_cache
+
+    count = {"packs": 0}
+    original = weight_cache.PackedWeight.__call__
+
+    def counting(self, w):
+        before = self.packs
+        out = original(self, w)
+        count["packs"] += self.packs - before
+        return out
+
+    monkeypatch.setattr(weight_cache.PackedWeight, "__call__", counting)
+    return count
+
+
+@pytest.mark.parametrize("variant", ["example", "example_signed"])
+def test_quantized_linear_is_one_gemm_with_its_epilogue(variant, pack_count):
+    """``int_mm -> float -> * row scale -> * column scale -> + bias`` becomes one
+    ``tsr.scaled_int_mm`` whose GEMM stores the scaled floats: bit for bit eager's
+    result. The weight is packed once, not per call, and again after an update."""
+    from tessera.compiler.capture import capture
+    from tessera.compiler.stages import run_stages
+
+    model, args = example("int8_linear", variant)
+    host = run_stages(capture(model, args).forward[0], "x86", upto="kernel")["kernel"].value.host
+    names = [op.name for op in host.walk()]
+    assert "tsr.scaled_int_mm" in names and "tsr.int_mm" not in names and "tsr.launch" not in names
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera")
+        for _ in range(3):
+            assert torch.equal(compiled(*args), model(*args))
+        assert pack_count["packs"] == 1
+        model.weight[0, :] = -128  # an in-place update: packed again
+        assert torch.equal(compiled(*args), model(*args))
+        assert pack_count["packs"] == 2
+
+
+def test_conv_weights_are_packed_once(pack_count):
+    """A conv's weight goes into oneDNN's format once: no relayout of it in the
+    graph makes a new tensor (and so a new packing) on every call."""
+    model, (x,) = example("resnet_block")
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera")
+        compiled(x)
+        first = pack_count["packs"]
+        for _ in range(3):
+            assert_close(compiled(x), model(x), "repeated call")
+    assert first == 2 and pack_count["packs"] == first
+
+
 def test_conv_weight_updated_in_place_is_packed_again():
     """oneDNN convs keep their weight packed between calls; an in-place update
     of the parameter (same storage, new version) must be seen."""
@@ -223,3 +276,27 @@ def test_conv_weight_updated_in_place_is_packed_again():
         assert_close(compiled(x), model(x), "before the update")
         model.conv1.weight.mul_(-0.5)
         assert_close(compiled(x), model(x), "after an in-place update of conv1's weight")
+
+
+@pytest.mark.parametrize("channels", [8, 128])  # channels-last (packed weight) and contiguous convs on x86
+def test_library_convs_return_the_layout_their_types_name(channels):
+    """No hidden conversion: each conv's library call returns the layout the
+    passes gave its result, so the host program stores nothing twice."""
+    from tessera.compiler.capture import capture
+    from tessera.compiler.backend import compile_kernels_of
+    from tessera.compiler.context import make_context
+    from tessera.compiler.fx_import import import_graph
+    from tessera.compiler.pass_pipeline import build_pipeline
+    from tessera.passes import PIPELINES
+
+    from pass_testing import random_inputs
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(channels, channels, 3, padding=1), torch.nn.SiLU()).eval()
+    x = torch.randn(1, channels, 6, 6)
+    module = import_graph(capture(model, (x,)).forward[0]).module
+    build_pipeline(PIPELINES["x86"]).apply(make_context(), module)
+    host = compile_kernels_of(module, BackendOptions())
+    with torch.no_grad():
+        host(*random_inputs(module))
+    assert host.layout_fixups == []

@@ -11,6 +11,7 @@
 // CHECK-NEXT: {{^}}cast-constants {{ *}}``cast-constants``:
 // CHECK-NEXT: {{^}}cse {{ *}}``cse``: common subexpression elimination over pure ops.
 // CHECK-NEXT: {{^}}dce {{ *}}``dce``: removes pure ops whose results are unused.
+// CHECK-NEXT: {{^}}fuse-int-mm-epilogues {{ *}}``fuse-int-mm-epilogues``: a quantized linear layer's int32 -> float epilogue
 // CHECK-NEXT: {{^}}fuse-kernels {{ *}}``fuse-kernels``:
 // CHECK-NEXT: {{^}}fuse-relayouts {{ *}}``fuse-relayouts``: a relayout that meets a kernel disappears into it.
 // CHECK-NEXT: {{^}}hoist-relayouts {{ *}}``hoist-relayouts``: moves each ``tsr.relayout``

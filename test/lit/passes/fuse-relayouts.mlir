@@ -43,12 +43,12 @@ func.func @constant_weight(%x: tensor<1x2x4x4xf32, #tsr.layout<nhwc>>) -> tensor
   func.return %y : tensor<1x2x4x4xf32, #tsr.layout<nhwc>>
 }
 
-// Left alone: between two library ops; a graph input's relayout for a conv;
-// a graph output whose strides eager fixes; a producer with another user.
-// (The relayout between the second conv and the SiLU goes into the SiLU.)
+// Left alone: between two library ops; a graph output whose strides eager
+// fixes; a producer with another user. (The relayout between the second conv
+// and the SiLU goes into the SiLU; the weight's goes into the conv's packing.)
 // CHECK-LABEL: func.func @stays(
-// CHECK: tsr.relayout %{{[^ ]+}} : {{.*}} -> tensor<4x4x1x1xf32, #tsr.layout<nhwc>>
-// CHECK: %[[Y1:[^ ]+]] = tsr.conv
+// CHECK-NOT: tsr.relayout
+// CHECK: %[[Y1:[^ ]+]] = tsr.conv %x, %w
 // CHECK-NEXT: %[[R1:[^ ]+]] = tsr.relayout %[[Y1]] : {{.*}} -> tensor<1x4x4x4xf32, #tsr.layout<nchw>>
 // CHECK-NEXT: %[[Y2:[^ ]+]] = tsr.conv %[[R1]]
 // CHECK-NEXT: %[[S:[^ ]+]] = tsr.silu %[[Y2]] : (tensor<1x4x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x4x4x4xf32, #tsr.layout<nhwc>>
@@ -63,4 +63,21 @@ func.func @stays(%x: tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, %w: tensor<4x4x1x1x
   %s = tsr.silu %r2 : (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x4x4x4xf32, #tsr.layout<nhwc>>
   %r3 = tsr.relayout %s : (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x4x4x4xf32, #tsr.layout<nchw>>
   func.return %r3, %s : tensor<1x4x4x4xf32, #tsr.layout<nchw>>, tensor<1x4x4x4xf32, #tsr.layout<nhwc>>
+}
+
+// Into a weight packing: a relayout read only as convolution weights (which
+// the conv reorders into its own format once) goes; one with another user stays.
+// CHECK-LABEL: func.func @weight_packing(
+// CHECK-NEXT: %[[Y1:[^ ]+]] = tsr.conv %x, %w {{.*}} : (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, tensor<4x4x1x1xf32, #tsr.layout<nchw>>)
+// CHECK-NEXT: %[[Y2:[^ ]+]] = tsr.conv %[[Y1]], %w
+// CHECK-NEXT: %[[V:[^ ]+]] = tsr.relayout %v
+// CHECK-NEXT: tsr.conv %[[Y2]], %[[V]]
+// CHECK-NEXT: func.return %{{[^ ]+}}, %[[V]] :
+func.func @weight_packing(%x: tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, %w: tensor<4x4x1x1xf32, #tsr.layout<nchw>>, %v: tensor<4x4x1x1xf32, #tsr.layout<nchw>>) -> (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, tensor<4x4x1x1xf32, #tsr.layout<nhwc>>) {
+  %wr = tsr.relayout %w : (tensor<4x4x1x1xf32, #tsr.layout<nchw>>) -> tensor<4x4x1x1xf32, #tsr.layout<nhwc>>
+  %y1 = tsr.conv %x, %wr {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, tensor<4x4x1x1xf32, #tsr.layout<nhwc>>) -> tensor<1x4x4x4xf32, #tsr.layout<nhwc>>
+  %y2 = tsr.conv %y1, %wr {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, tensor<4x4x1x1xf32, #tsr.layout<nhwc>>) -> tensor<1x4x4x4xf32, #tsr.layout<nhwc>>
+  %vr = tsr.relayout %v : (tensor<4x4x1x1xf32, #tsr.layout<nchw>>) -> tensor<4x4x1x1xf32, #tsr.layout<nhwc>>
+  %y3 = tsr.conv %y2, %vr {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, tensor<4x4x1x1xf32, #tsr.layout<nhwc>>) -> tensor<1x4x4x4xf32, #tsr.layout<nhwc>>
+  func.return %y3, %vr : tensor<1x4x4x4xf32, #tsr.layout<nhwc>>, tensor<4x4x1x1xf32, #tsr.layout<nhwc>>
 }

@@ -954,6 +954,22 @@ func.func @upsample_element_type(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x8x8xf16>
 
 // -----
 
+func.func @scaled_int_mm_scale_shape(%a: tensor<32x64xui8>, %b: tensor<64x16xi8>, %sa: tensor<16xf32>, %sb: tensor<16xf32>) -> tensor<32x16xf32> {
+  // expected-error @+1 {{'tsr.scaled_int_mm' op a_scale has shape [16], expected [32]}}
+  %0 = tsr.scaled_int_mm %a, %b, %sa, %sb : (tensor<32x64xui8>, tensor<64x16xi8>, tensor<16xf32>, tensor<16xf32>) -> tensor<32x16xf32>
+  func.return %0 : tensor<32x16xf32>
+}
+
+// -----
+
+func.func @scaled_int_mm_bias_type(%a: tensor<32x64xi8>, %b: tensor<64x16xi8>, %sa: tensor<32xf32>, %sb: tensor<16xf32>, %bias: tensor<16xf16>) -> tensor<32x16xf32> {
+  // expected-error @+1 {{'tsr.scaled_int_mm' op scaled_int_mm's bias must be f32, got f16}}
+  %0 = tsr.scaled_int_mm %a, %b, %sa, %sb, %bias : (tensor<32x64xi8>, tensor<64x16xi8>, tensor<32xf32>, tensor<16xf32>, tensor<16xf16>) -> tensor<32x16xf32>
+  func.return %0 : tensor<32x16xf32>
+}
+
+// -----
+
 func.func @upsample_int(%x: tensor<1x8x4x4xi32>) -> tensor<1x8x8x8xi32> {
   // expected-error @+1 {{'tsr.upsample' op upsample needs a floating-point tensor}}
   %0 = tsr.upsample %x {mode = "nearest"} : (tensor<1x8x4x4xi32>) -> tensor<1x8x8x8xi32>

@@ -1,0 +1,94 @@
+"""Where a compiled model's time goes: each step of tessera's program (kernel
+launches, library calls, allocations), summed over repeated calls, and what
+the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
+
+    .venv/bin/python bench/step_profile.py [--model resnet_block] [--reps 20] [--threads 2]
+
+Uses each example's ``benchmark()`` size. Timings are host wall-clock per step
+(CPU targets: the steps are synchronous).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from tessera.compiler.model_loader import load_example
+from tessera.runtime.program import Alloc, Launch, Program
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _name(step) -> str:
+    if isinstance(step, Alloc):
+        return "alloc"
+    if isinstance(step, Launch):
+        return f"launch @{step.kernel.name} grid={list(step.kernel.signature.grid)}"
+    return getattr(step.fn, "__name__", "call")
+
+
+def profile(name: str, reps: int) -> None:
+    model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
+    totals: dict[tuple[int, int], float] = collections.defaultdict(float)
+    names: dict[tuple[int, int], str] = {}
+    original = Program.run
+    recording = {"on": False}
+
+    def run(self, *tensors, on_step=None):
+        if not recording["on"]:
+            return original(self, *tensors)
+        index = iter(range(len(self.steps)))
+
+        def record(step, seconds):
+            key = (id(self), next(index))
+            names[key] = _name(step)
+            totals[key] += seconds
+
+        return original(self, *tensors, on_step=record)
+
+    Program.run = run
+    try:
+        with torch.no_grad():
+            compiled = torch.compile(model, backend="tessera")
+            for _ in range(3):
+                compiled(*args)
+            walls = []
+            recording["on"] = True
+            for _ in range(reps):
+                start = time.perf_counter()
+                compiled(*args)
+                walls.append(time.perf_counter() - start)
+    finally:
+        Program.run = original
+    inside = sum(totals.values()) / reps
+    wall = statistics.mean(walls)
+    print(f"## {name}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
+          f"outside the program {(wall - inside) * 1e3:.2f} ms")
+    by_kind: dict[str, float] = collections.defaultdict(float)
+    print("| step | ms | % |\n|---|---:|---:|")
+    for key, total in totals.items():
+        ms = total / reps * 1e3
+        by_kind[names[key].split(" ")[0]] += ms
+        print(f"| {names[key]} | {ms:.3f} | {100 * ms / (wall * 1e3):.1f} |")
+    print("\n| kind | ms | % |\n|---|---:|---:|")
+    for kind, ms in sorted(by_kind.items(), key=lambda kv: -kv[1]):
+        print(f"| {kind} | {ms:.3f} | {100 * ms / (wall * 1e3):.1f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="resnet_block")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    profile(a.model, a.reps)
+
+
+if __name__ == "__main__":
+    main()
