@@ -68,6 +68,19 @@ class ConvShape:
     def half(self) -> bool:
         return self.dtype in ("bf16", "f16")
 
+    @property
+    def pointwise(self) -> bool:
+        return all(k == 1 for k in self.kernel)
+
+    @classmethod
+    def of(cls, op) -> ConvShape:
+        """The class of a ``tsr.conv``."""
+        from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
+
+        w = shape_of(op.weight.type)
+        return cls(spatial=len(w) - 2, dtype=str(elem_of(op.input.type)), in_channels=shape_of(op.input.type)[1],
+                   out_channels=w[0], groups=op.groups.value.data, kernel=tuple(w[2:]), stride=tuple(ints(op.stride)))
+
 
 @dataclass(frozen=True)
 class Rule:

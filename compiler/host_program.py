@@ -10,8 +10,9 @@ launches the compiled kernel (arguments: the launch's operands, then its
 results). Library ops are calls: a convolution goes to oneDNN
 (``mkldnn._convolution_pointwise``, its weight packed once) on the CPU in the
 layout the passes chose — it writes its input's layout, which
-``assign-layouts`` made the result's too; ``tsr.int_mm`` runs tessera's own
-exact int8 GEMM.
+``assign-layouts`` made the result's too; ``tsr.int_mm`` and
+``tsr.scaled_int_mm`` run tessera's own exact int8 GEMM. Weights are packed
+once per weight version (``weight_cache``).
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
 whole and correct, and :attr:`HostProgram.aten_ops` says what ran that way.
@@ -29,11 +30,12 @@ from dataclasses import dataclass, field
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, i8
 from xdsl.ir import Operation, SSAValue
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.shapes import ints
+from tessera.dialects.tsr.layout import channels_last, layout_of
+from tessera.dialects.tsr.shapes import elem_of, ints
 from tessera.runtime.layouts import Placement, in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program
@@ -42,6 +44,7 @@ from .errors import TesseraError
 from .interpreter import find_function
 from .interpreter.impls import IMPLS, scalar_value
 from .ir_io import op_location
+from .weight_cache import PackedWeight
 
 
 _CPU = types.SimpleNamespace(device=torch.device("cpu"))  # what reference semantics read of their interpreter
@@ -62,58 +65,79 @@ class HostProgram:
 
 
 class OneDnnConv:
-    """oneDNN's convolution for one ``tsr.conv``: the weight reordered once into
-    the blocked format oneDNN computes with (as Inductor does under freezing)
-    and kept while the weight tensor is unchanged — same storage, same version
-    counter — so a parameter updated in place is packed again. Tensors oneDNN
-    does not take go through ATen's dispatch."""
+    """oneDNN's convolution for one ``tsr.conv``, in the layout the passes chose.
+
+    Channels-last: the weight reordered once into the blocked format oneDNN
+    computes with (as Inductor does under freezing) and kept while it is
+    unchanged (:class:`PackedWeight`), so a parameter updated in place is
+    packed again. With a packed weight oneDNN computes and returns
+    channels-last whatever the input, so a contiguous conv takes the plain
+    ``mkldnn_convolution`` instead (weight reordered per call: the call
+    ``bench/conv_layouts.py`` measures for the layout cost model), which
+    returns the contiguous result its type names. Tensors oneDNN does not
+    take, and autograd, go through ATen's dispatch."""
 
     def __init__(self, op: tsr.ConvOp):
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
         self.input_size = list(op.input.type.get_shape())
-        self._packed: tuple[tuple, torch.Tensor] | None = None
+        self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
+        self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
+            w, self.padding, self.stride, self.dilation, self.groups, self.input_size))
         self.__name__ = "onednn_conv"
-
-    def _weight(self, w: torch.Tensor) -> torch.Tensor:
-        key = (w.data_ptr(), w._version, tuple(w.shape), tuple(w.stride()), w.dtype)
-        if self._packed is None or self._packed[0] != key:
-            packed = torch.ops.mkldnn._reorder_convolution_weight(
-                w, self.padding, self.stride, self.dilation, self.groups, self.input_size)
-            self._packed = (key, packed)
-        return self._packed[1]
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
         if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
                 and not torch.is_grad_enabled()):
-            return torch.ops.mkldnn._convolution_pointwise(
-                x, self._weight(w), b, self.padding, self.stride, self.dilation, self.groups, "none", [], "")
+            if self.packed:
+                return torch.ops.mkldnn._convolution_pointwise(
+                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, "none", [], "")
+            return torch.ops.aten.mkldnn_convolution(x, w, b, self.padding, self.stride, self.dilation, self.groups)
         return torch.ops.aten.convolution(x, w, b, self.stride, self.padding, self.dilation, False,
                                           [0] * len(self.stride), self.groups)
 
 
+class AtenConv:
+    """``tsr.conv`` on a GPU: ATen's convolution (cuDNN on CUDA) in the layout the passes chose."""
+
+    def __init__(self, op: tsr.ConvOp):
+        self.args = (ints(op.stride), ints(op.padding), ints(op.dilation), False, [0] * len(ints(op.stride)),
+                     op.groups.value.data)
+        self.__name__ = "aten_conv"
+
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.ops.aten.convolution(x, w, b, *self.args)
+
+
 class Int8Gemm:
-    """``tsr.int_mm`` through tessera's exact int8 GEMM (``codegen/int8_gemm``,
-    the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2); ATen's ``_int_mm``
-    where that path cannot run (another device, a CPU without AVX2)."""
+    """``tsr.int_mm`` and ``tsr.scaled_int_mm`` through tessera's exact int8 GEMM
+    (``codegen/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
+    with B packed once per weight (:class:`PackedWeight`) and, for
+    ``scaled_int_mm``, the scale/bias epilogue in the GEMM's stores; the
+    reference semantics through ATen where that path cannot run (another
+    device, a CPU without AVX2)."""
 
-    __name__ = "tessera_int8_gemm"
-
-    def __init__(self):
-        from .codegen.int8_gemm import can_run, int8_mm, select_isa
+    def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp):
+        from .codegen.int8_gemm import can_run, int8_mm, pack_b_kernel, select_isa
 
         isa = select_isa()
         self.isa = isa if can_run(isa) else None
+        a_signed = elem_of(op.lhs.type) == i8
+        self.weight = PackedWeight(lambda b: pack_b_kernel(b.contiguous(), self.isa, a_signed))
         self._int8_mm = int8_mm
+        self._reference = lambda *xs, op=op: IMPLS[type(op)](op, _CPU, *xs)
+        self.__name__ = "tessera_int8_gemm"
 
-    def __call__(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def __call__(self, a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
         if self.isa is None or a.device.type != "cpu":
-            return torch._int_mm(a, b)
-        return self._int8_mm(a.contiguous(), b.contiguous(), isa=self.isa)
+            return self._reference(a, b, *epilogue)
+        return self._int8_mm(a.contiguous(), self.weight(b), *epilogue, isa=self.isa)
 
 
 class _Builder:
-    def __init__(self, kernels: Module | None):
+    def __init__(self, kernels: Module | None, device: torch.device = _CPU.device):
+        self.device = device
+        self.env = _CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
         self.kernels = kernels
         self.ids: dict[SSAValue, int] = {}
         self.scalars: dict[SSAValue, object] = {}
@@ -133,7 +157,7 @@ class _Builder:
     def add(self, op: Operation) -> None:
         if isinstance(op, tsr.ConstantOp):
             if isinstance(op.value, DenseIntOrFPElementsAttr):
-                t = in_layout(IMPLS[tsr.ConstantOp](op, _CPU), op.result.type)
+                t = in_layout(IMPLS[tsr.ConstantOp](op, self.env), op.result.type)
                 self.steps.append(Call(lambda t=t: t, (), (self.buffer(op.result),)))
             else:
                 self.scalars[op.result] = scalar_value(op.value)
@@ -147,13 +171,18 @@ class _Builder:
             args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
             self.steps.append(Launch(kernel, args))
         elif isinstance(op, tsr.ConvOp):
-            self._call(op, OneDnnConv(op))
-        elif isinstance(op, tsr.IntMmOp):
-            self._call(op, Int8Gemm())
+            if self.device.type == "cpu":  # tessera's own kernel where conv_kernel_model prefers it, else oneDNN
+                from .codegen.conv.host import tessera_or_library_conv
+
+                self._call(op, tessera_or_library_conv(op, OneDnnConv(op)))
+            else:
+                self._call(op, AtenConv(op))
+        elif isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
+            self._call(op, Int8Gemm(op))
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
             self.result.aten_ops[op.name] += 1
-            self._call(op, lambda *xs, op=op, impl=impl: impl(op, _CPU, *xs))
+            self._call(op, lambda *xs, op=op, impl=impl, env=self.env: impl(op, env, *xs))
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
 
@@ -166,10 +195,13 @@ class _Builder:
         fixups = self.result.layout_fixups
         where = f"{op.name} at {op_location(op)}"
 
+        arity = len(op.operands)
+
         def call(*tensors):
-            it = iter(tensors)
-            args = [fixed[i] if i in fixed else next(it) for i in range(len(op.operands))]
-            out = fn(*args)
+            if fixed:
+                it = iter(tensors)
+                tensors = [fixed[i] if i in fixed else next(it) for i in range(arity)]
+            out = fn(*tensors)
             outs = out if isinstance(out, (tuple, list)) else (out,)
             placed = []
             for t, (ty, placement) in zip(outs, types):
@@ -184,10 +216,11 @@ class _Builder:
         self.steps.append(Call(call, args, tuple(self.buffer(r) for r in op.results)))
 
 
-def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward") -> HostProgram:
+def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
+                       device: torch.device = _CPU.device) -> HostProgram:
     """The program of ``@function`` in ``host``, launching ``kernels``'s kernels."""
     fn = find_function(host, function)
-    b = _Builder(kernels)
+    b = _Builder(kernels, device)
     inputs = tuple(b.buffer(a) for a in fn.body.block.args)
     outputs: tuple[int, ...] = ()
     for op in fn.body.block.ops:
@@ -195,5 +228,5 @@ def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "
             outputs = tuple(b.operand(v, op) for v in op.operands)
             break
         b.add(op)
-    b.result.program = Program(tuple(b.steps), inputs, outputs)
+    b.result.program = Program(tuple(b.steps), inputs, outputs, device)
     return b.result

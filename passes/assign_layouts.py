@@ -35,22 +35,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tessera.compiler.conv_layout_model import RULES, ConvShape, prefers_channels_last
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, identity, layout_of, with_layout
-from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
+from tessera.dialects.tsr.shapes import shape_of
 
 BOUNDARIES = ("eager", "free")
-
-
-def conv_shape(op: tsr.ConvOp) -> ConvShape:
-    w = shape_of(op.weight.type)
-    return ConvShape(
-        spatial=len(w) - 2,
-        dtype=str(elem_of(op.input.type)),
-        in_channels=shape_of(op.input.type)[1],
-        out_channels=w[0],
-        groups=op.groups.value.data,
-        kernel=tuple(w[2:]),
-        stride=tuple(ints(op.stride)),
-    )
 
 
 def _relayouted(v: SSAValue, perm: tuple[int, ...], before: tsr.ConvOp) -> SSAValue:
@@ -77,7 +64,7 @@ class AssignLayouts(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for conv in [o for o in op.walk() if isinstance(o, tsr.ConvOp)]:
             rank = len(shape_of(conv.input.type))
-            perm = channels_last(rank) if prefers_channels_last(self.target, conv_shape(conv)) else identity(rank)
+            perm = channels_last(rank) if prefers_channels_last(self.target, ConvShape.of(conv)) else identity(rank)
             self._assign(conv, perm)
 
     def _assign(self, conv: tsr.ConvOp, perm: tuple[int, ...]) -> None:

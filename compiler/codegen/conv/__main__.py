@@ -1,0 +1,70 @@
+"""Print a conv kernel's LLVM IR or assembly, for either vector path on any host.
+
+    python -m tessera.compiler.codegen.conv --emit asm --features +avx512f | filecheck x.mlir
+    python -m tessera.compiler.codegen.conv --shape 1x96x5x26x26 --out-channels 96 --kernel 3x3x3 --features +avx2,+fma
+    python -m tessera.compiler.codegen.conv --shape 2x32x17x17 --kernel 3x3 --groups 32 --padding 1 --activation silu
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tessera.compiler.codegen.conv.build import conv_assembly, conv_llvm_ir
+from tessera.compiler.codegen.conv.errors import ConvKernelError, InvalidConvSpec
+from tessera.compiler.codegen.conv.isa import isa_of_features, select_conv_isa
+from tessera.compiler.codegen.conv.spec import ACTIVATIONS, ConvSpec
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise InvalidConvSpec(f"--{what} wants sizes joined by 'x' (e.g. 3x3), got {text!r}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tessera.compiler.codegen.conv", description=__doc__.splitlines()[0])
+    p.add_argument("--emit", choices=("llvm", "opt-llvm", "asm"), default="asm")
+    p.add_argument("--shape", default="1x20x9x13", help="input N x C_in x (D x) H x W (default 1x20x9x13)")
+    p.add_argument("--out-channels", type=int, default=40)
+    p.add_argument("--kernel", default="3x3")
+    p.add_argument("--stride", default="1")
+    p.add_argument("--padding", default="1")
+    p.add_argument("--dilation", default="1")
+    p.add_argument("--groups", type=int, default=1)
+    p.add_argument("--bias", action="store_true")
+    p.add_argument("--residual", action="store_true")
+    p.add_argument("--activation", choices=ACTIVATIONS, default="none")
+    p.add_argument("--features", default=None,
+                   help="LLVM feature string, e.g. +avx512f or +avx2,+fma (default: this host's widest path)")
+    p.add_argument("--cpu", default=None, help="LLVM CPU name to tune for (default: generic)")
+    args = p.parse_args(argv)
+    try:
+        shape = _ints(args.shape, "shape")
+        if len(shape) not in (4, 5):
+            raise InvalidConvSpec(f"--shape wants N x C x (D x) H x W, got {args.shape!r}")
+        kernel = _ints(args.kernel, "kernel")
+        nsp = len(shape) - 2
+
+        def per_dim(text: str, what: str) -> tuple[int, ...]:
+            v = _ints(text, what)
+            return v * nsp if len(v) == 1 else v
+
+        isa = isa_of_features(args.features) if args.features else select_conv_isa()
+        spec = ConvSpec(shape[0], shape[1], args.out_channels, shape[2:], kernel, per_dim(args.stride, "stride"),
+                        per_dim(args.padding, "padding"), per_dim(args.dilation, "dilation"), args.groups,
+                        bias=args.bias, residual=args.residual, activation=args.activation, isa=isa)
+        if args.emit == "asm":
+            text = conv_assembly(spec, args.features, args.cpu)
+        else:
+            text = conv_llvm_ir(spec, args.features, args.cpu, optimized=args.emit == "opt-llvm")
+    except ConvKernelError as err:
+        print(err, file=sys.stderr)
+        return 1
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The conv kernel: a grid of (channel block, image, output depth, output row) over the tiles.
+
+    void @conv2d_avx512_n1_128to128_64x64_k3x3_p1x1(ptr %x, ptr %w, [ptr %bias,] [ptr %res,] ptr %out,
+                                                    i64 %lo, i64 %hi)
+
+Kernel ABI of docs/kernel-ir.md: buffers ``x`` ``[N, C_in, (D,) H, W]`` with
+channels-last strides, the packed weight (``packing``), ``bias [C_out]`` and
+``residual`` (same shape and strides as ``out``) when the spec has them, then
+``out``; ``[lo, hi)`` is a range of the row-major grid
+``(groups * blocks, N, OD, OH)`` that the runtime splits across threads
+(all cores). A grid point computes one output row of one block of ``nr``
+output channels: its static edge tiles, then a loop over the dynamic tiles.
+Channel blocks are the outermost grid dim, so one thread's consecutive rows
+reuse one block of packed weights from L2 while the input rows they share
+(``KD * KH`` per row) stream through L1; each tile keeps its accumulators in
+registers over the whole window and all input channels, and writes its
+output once.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from tessera.compiler.codegen.conv.irutil import I64, PTR, counted_loop, gep, i64
+from tessera.compiler.codegen.conv.microkernel import emit_tile, tile_name
+from tessera.compiler.codegen.conv.packing import packed_shape
+from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides
+from tessera.compiler.codegen.conv.tiling import Tiling, WTile, choose_tiling
+from tessera.compiler.codegen.target import Target
+from tessera.runtime.signature import BufferSpec, KernelSignature
+
+
+def add_target_attributes(fn: ir.Function, target: Target) -> None:
+    """The target's function attributes (``"prefer-vector-width"="512"`` with AVX-512)."""
+    for attr in target.function_attributes():
+        fn.attributes.add(attr)
+    for key, value in target.string_function_attributes().items():
+        set.add(fn.attributes, f'"{key}"="{value}"')  # llvmlite only knows enum attributes
+
+
+def grid(spec: ConvSpec, til: Tiling) -> tuple[int, int, int, int]:
+    od, oh, _ = spec.as3d("output_size")
+    blocks = til.blocks if til.depthwise else spec.groups * til.blocks
+    return (spec.batch, od, oh, blocks) if til.rows_outer else (blocks, spec.batch, od, oh)
+
+
+def buffer_names(spec: ConvSpec) -> list[str]:
+    return ["x", "w"] + (["bias"] if spec.bias else []) + (["res"] if spec.residual else []) + ["out"]
+
+
+def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
+    til = choose_tiling(spec)
+    ws = packed_shape(spec, til)
+    wstrides = tuple(int(s) for s in _contiguous_strides(ws))
+    xs, os_ = spec.input_shape(), spec.output_shape()
+    bufs = [BufferSpec(xs, channels_last_strides(xs), "float32"), BufferSpec(ws, wstrides, "float32")]
+    if spec.bias:
+        bufs.append(BufferSpec((spec.out_channels,), (1,), "float32"))
+    if spec.residual:
+        bufs.append(BufferSpec(os_, channels_last_strides(os_), "float32"))
+    bufs.append(BufferSpec(os_, channels_last_strides(os_), "float32", is_output=True))
+    return tuple(bufs)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]
+
+
+def signature(spec: ConvSpec) -> KernelSignature:
+    return KernelSignature(spec.kernel_name, grid(spec, choose_tiling(spec)), buffer_specs(spec))
+
+
+def _runs(tiles: tuple[WTile, ...]) -> list[list[int]]:
+    """Maximal runs of consecutive dynamic tiles (indices)."""
+    runs: list[list[int]] = []
+    for i, t in enumerate(tiles):
+        if t.static:
+            continue
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _tiles(b: ir.IRBuilder, til: Tiling, fns: dict[WTile, ir.Function], args: list[ir.Value],
+           block: list[ir.Value]) -> None:
+    """Every tile of one output row (``args``: the tile arguments before ``ow0``;
+    ``block``: ``ci_n, first, last``)."""
+    for t in til.row_tiles:
+        if t.static:
+            b.call(fns[t], [*args, i64(t.ow0), *block])
+    for run in _runs(til.row_tiles):
+        fn = fns[til.row_tiles[run[0]]]
+
+        def one(b: ir.IRBuilder, t: ir.Value, _: list[ir.Value], first=run[0], fn=fn) -> list[ir.Value]:
+            b.call(fn, [*args, b.mul(b.add(t, i64(first)), i64(til.mr)), *block])
+            return []
+
+        counted_loop(b, len(run), [], one, "tiles")
+
+
+def _row(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, fns: dict[WTile, ir.Function], args: list[ir.Value]) -> None:
+    """One output row, input-channel block by block (``args[0:2]``: ``x`` and ``w``
+    at the row's first input channel)."""
+    if til.depthwise or til.ci_blocks == 1:
+        _tiles(b, til, fns, args, [i64(spec.cin_g), i64(1), i64(1)])
+        return
+    x, w, *rest = args
+
+    def block(b: ir.IRBuilder, k: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+        ci0 = b.mul(k, i64(til.ci_block))
+        ci_n = b.select(b.icmp_unsigned("==", k, i64(til.ci_blocks - 1)),
+                        i64(spec.cin_g - (til.ci_blocks - 1) * til.ci_block), i64(til.ci_block))
+        first = b.zext(b.icmp_unsigned("==", k, i64(0)), I64)
+        last = b.zext(b.icmp_unsigned("==", k, i64(til.ci_blocks - 1)), I64)
+        xb, wb = gep(b, x, b.mul(ci0, i64(4))), gep(b, w, b.mul(ci0, i64(4 * til.nr)))
+        _tiles(b, til, fns, [xb, wb, *rest], [ci_n, first, last])
+        return []
+
+    counted_loop(b, til.ci_blocks, [], block, "ci.block")
+
+
+def conv_module(spec: ConvSpec, target: Target) -> ir.Module:
+    """The LLVM module of ``spec``'s kernel (for ``target``'s triple and data layout)."""
+    til = choose_tiling(spec)
+    module = ir.Module(name=spec.kernel_name)
+    module.triple, module.data_layout = target.triple, target.data_layout
+    per_block = spec.out_channels if til.depthwise else spec.cout_g
+    last = per_block - (til.blocks - 1) * til.nr
+    # valid channels of a block: nr, and fewer in the last block when nr does not divide them
+    kinds = sorted({last} | ({til.nr} if til.blocks > 1 else set()))
+    variants: dict[int, dict[WTile, ir.Function]] = {}
+    for nvalid in kinds:
+        seen: dict[WTile, ir.Function] = {}
+        for t in til.row_tiles:
+            key = t if t.static else WTile(0, t.width, False)
+            if key not in seen:
+                seen[key] = emit_tile(module, spec, til, t, nvalid, tile_name(spec.kernel_name, t, nvalid))
+        variants[nvalid] = {t: seen[t if t.static else WTile(0, t.width, False)] for t in til.row_tiles}
+
+    names = buffer_names(spec)
+    fn, bufs = target.declare_kernel(module, spec.kernel_name, len(names))
+    for arg, n in zip(bufs, names, strict=True):
+        arg.name = n
+    for f in module.functions:
+        if not f.is_declaration:
+            add_target_attributes(f, target)
+    ptrs = dict(zip(names, bufs, strict=True))
+    null = ir.Constant(PTR, None)
+    D, H, W = spec.as3d("input_size")
+    OD, OH, OW = spec.as3d("output_size")
+    kvol = math.prod(spec.kernel)
+
+    def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
+        if til.rows_outer:
+            n, od, oh, blk = idx
+        else:
+            blk, n, od, oh = idx
+        if til.depthwise:
+            cob = blk
+            c0 = b.mul(blk, i64(til.nr))
+            cin0 = c0
+            wblk = gep(b, ptrs["w"], b.mul(c0, i64(4)))
+        else:
+            g = b.udiv(blk, i64(til.blocks))
+            cob = b.urem(blk, i64(til.blocks))
+            c0 = b.add(b.mul(g, i64(spec.cout_g)), b.mul(cob, i64(til.nr)))
+            cin0 = b.mul(g, i64(spec.cin_g))
+            wblk = gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
+        x = gep(b, ptrs["x"], b.mul(b.add(b.mul(n, i64(D * H * W * spec.in_channels)), cin0), i64(4)))
+        orow = b.add(b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels)), c0)
+        out = gep(b, ptrs["out"], b.mul(orow, i64(4)))
+        res = gep(b, ptrs["res"], b.mul(orow, i64(4))) if spec.residual else null
+        bias = gep(b, ptrs["bias"], b.mul(c0, i64(4))) if spec.bias else null
+        args = [x, wblk, out, bias, res, od, oh]
+        if len(variants) == 1:
+            (fns,) = variants.values()
+            _row(b, spec, til, fns, args)
+            return
+        fnc = b.function
+        tail, full, done = (fnc.append_basic_block(n) for n in ("block.last", "block.full", "block.done"))
+        b.cbranch(b.icmp_unsigned("==", cob, i64(til.blocks - 1)), tail, full)
+        b.position_at_end(tail)
+        _row(b, spec, til, variants[last], args)
+        b.branch(done)
+        b.position_at_end(full)
+        _row(b, spec, til, variants[til.nr], args)
+        b.branch(done)
+        b.position_at_end(done)
+
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    target.emit_grid(b, fn, grid(spec, til), point)
+    return module
