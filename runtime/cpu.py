@@ -2,9 +2,11 @@
 
 An object from the x86 emitter is linked in memory by LLVM's MCJIT
 (``ExecutionEngine.add_object_file``; no C compiler, no shared library on
-disk). Each kernel ``void @k(ptr..., i64 lo, i64 hi)`` is called through
-ctypes, which releases the GIL, so a thread pool splits ``[0, prod(grid))``
-into contiguous chunks; small kernels run on the calling thread.
+disk). Each kernel ``void @k(ptr..., i64 lo, i64 hi)`` runs its grid
+``[0, prod(grid))`` split into contiguous chunks on OpenMP's threads (the
+libgomp torch runs on, through a native trampoline: ``runtime/openmp.py``);
+where there is no libgomp, on a Python thread pool through ctypes, which
+releases the GIL. Small kernels run on the calling thread.
 """
 
 from __future__ import annotations
@@ -54,12 +56,15 @@ class LoadedObject:
         except RuntimeError as err:
             raise LoadError(f"cannot link the x86 object: {err}") from None
 
-    def function(self, name: str, num_buffers: int) -> KernelFn:
+    def address(self, name: str) -> int:
         address = self._engine.get_function_address(name)
         if not address:
             raise LoadError(f"the object has no symbol @{name}")
+        return address
+
+    def function(self, name: str, num_buffers: int) -> KernelFn:
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * num_buffers), ctypes.c_int64, ctypes.c_int64)
-        return proto(address)
+        return proto(self.address(name))
 
 
 class ThreadPool:
@@ -95,3 +100,23 @@ def run_chunks(fn: KernelFn, pointers: Sequence[int], total: int, chunks: int, t
     fn(*pointers, lo, hi)
     for fut in futures:
         fut.result()
+
+
+def launcher(code: LoadedObject, sig, threads: int) -> Callable[[Sequence[int], int], None]:
+    """``launch(pointers, chunks)`` for the kernel ``sig.name`` of ``code``: one chunk
+    on the calling thread, more on OpenMP's threads (or the thread pool)."""
+    from tessera.runtime import openmp
+
+    fn, total = code.function(sig.name, len(sig.args)), sig.grid_size
+    if not openmp.available():
+        return lambda pointers, chunks: run_chunks(fn, pointers, total, chunks, threads)
+    parallel = openmp.Trampoline(code.address(sig.name), len(sig.args))
+
+    def launch(pointers: Sequence[int], chunks: int) -> None:
+        if chunks <= 1 or total <= 1:
+            fn(*pointers, 0, total)
+        else:
+            parallel(pointers, total, min(chunks, total))
+
+    launch.trampoline = parallel  # keeps the trampoline's code alive with the launcher
+    return launch

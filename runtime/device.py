@@ -82,17 +82,11 @@ class Device:
 
 
 def load_cpu(artifact: Artifact, device: torch.device, options: RuntimeOptions) -> Module:
-    """The cpu loader: an x86 object linked into this process, kernels run on a thread pool."""
+    """The cpu loader: an x86 object linked into this process, kernels run on OpenMP's threads."""
     from tessera.runtime import cpu
 
     code = cpu.LoadedObject(artifact)
     kernels = {}
     for sig in artifact.signatures:
-        fn = code.function(sig.name, len(sig.args))
-        total, threads = sig.grid_size, options.num_threads
-
-        def launcher(pointers, chunks, fn=fn, total=total, threads=threads):
-            cpu.run_chunks(fn, pointers, total, chunks, threads)
-
-        kernels[sig.name] = Kernel(sig, device, launcher, options)
+        kernels[sig.name] = Kernel(sig, device, cpu.launcher(code, sig, options.num_threads), options)
     return Module(artifact, kernels, keepalive=code)

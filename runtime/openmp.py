@@ -1,0 +1,111 @@
+"""A kernel's grid on OpenMP's threads: the libgomp that torch itself runs on.
+
+    run = Trampoline(kernel_address, num_buffers=2)
+    run([x.data_ptr(), out.data_ptr()], total=3136, threads=2)
+
+``GOMP_parallel(trampoline, ctx, threads, 0)`` runs a small native trampoline on
+every thread of OpenMP's team (the calling thread included); thread ``t`` of
+``n`` calls the kernel ``void @k(ptr..., i64 lo, i64 hi)`` on its contiguous
+share ``[total*t/n, total*(t+1)/n)``. No Python runs on the workers, and the
+team is the one torch's intra-op parallelism keeps warm, so a launch costs a few
+microseconds where a Python thread pool costs tens per chunk (measured in
+``BENCHMARKS.md``). The trampoline (one per loaded kernel) is LLVM IR compiled
+here by MCJIT, the kernel's address bound to a symbol of its own:
+
+    define void @tessera_kernel_7f3a.parallel(ptr %ctx) {   ; ctx = {i64 total, ptr arg0, ptr arg1}
+      %t = call i32 @omp_get_thread_num()
+      %n = call i32 @omp_get_num_threads()
+      ...
+      call void @tessera_kernel_7f3a(ptr %arg0, ptr %arg1, i64 %lo, i64 %hi)
+    }
+
+Where no libgomp is loaded (a torch built without OpenMP), :func:`available` is
+False and the caller keeps its thread pool.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Sequence
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+_I32, _I64, _PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
+
+
+@functools.cache
+def _gomp() -> ctypes.CDLL | None:
+    """The libgomp already in this process (torch's), made visible to MCJIT."""
+    import torch  # noqa: F401 - loads torch's libgomp
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = [line.split()[-1] for line in maps if "libgomp" in line and "/" in line]
+    except OSError:
+        return None
+    if not paths:
+        return None
+    try:
+        lib = ctypes.CDLL(paths[0], mode=ctypes.RTLD_GLOBAL)
+        lib.GOMP_parallel.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+        lib.GOMP_parallel.restype = None
+        llvm.load_library_permanently(paths[0])
+    except (OSError, AttributeError, RuntimeError):
+        return None
+    return lib
+
+
+def available() -> bool:
+    return _gomp() is not None
+
+
+def _trampoline_ir(kernel: str, num_buffers: int) -> str:
+    module = ir.Module(name=f"{kernel}.parallel")
+    module.triple = llvm.get_process_triple()
+    thread_num = ir.Function(module, ir.FunctionType(_I32, []), "omp_get_thread_num")
+    num_threads = ir.Function(module, ir.FunctionType(_I32, []), "omp_get_num_threads")
+    callee = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * num_buffers + [_I64, _I64]), kernel)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR]), f"{kernel}.parallel")
+    ctx = fn.args[0]
+    entry, call, done = (fn.append_basic_block(n) for n in ("entry", "call", "done"))
+    b = ir.IRBuilder(entry)
+    slots = [b.gep(ctx, [ir.Constant(_I64, i)], inbounds=True, source_etype=_I64) for i in range(1 + num_buffers)]
+    total = b.load(slots[0], typ=_I64)
+    t = b.sext(b.call(thread_num, []), _I64)
+    n = b.sext(b.call(num_threads, []), _I64)
+    lo = b.sdiv(b.mul(total, t), n)
+    hi = b.sdiv(b.mul(total, b.add(t, ir.Constant(_I64, 1))), n)
+    b.cbranch(b.icmp_signed("<", lo, hi), call, done)
+    b.position_at_end(call)
+    b.call(callee, [*(b.load(s, typ=_PTR) for s in slots[1:]), lo, hi])
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return str(module)
+
+
+class Trampoline:
+    """The native ``void @<kernel>.parallel(ptr %ctx)`` of one loaded kernel
+    (``ctx = {i64 total, ptr arg0, ...}``), calling it at ``kernel_address``."""
+
+    def __init__(self, kernel_address: int, num_buffers: int):
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        name = f"tessera_kernel_{kernel_address:x}"
+        llvm.add_symbol(name, kernel_address)
+        tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
+        module = llvm.parse_assembly(_trampoline_ir(name, num_buffers))
+        module.verify()
+        self._engine = llvm.create_mcjit_compiler(module, tm)  # owns the trampoline's code
+        self._engine.finalize_object()
+        self.address = self._engine.get_function_address(f"{name}.parallel")
+        self.num_buffers = num_buffers
+
+    def __call__(self, pointers: Sequence[int], total: int, threads: int) -> None:
+        """Runs ``[0, total)`` split over ``threads`` OpenMP threads."""
+        ctx = (ctypes.c_void_p * (1 + len(pointers)))(total, *pointers)
+        _gomp().GOMP_parallel(self.address, ctypes.addressof(ctx), threads, 0)
+
+
