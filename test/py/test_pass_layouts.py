@@ -59,11 +59,12 @@ def test_cost_model_rules():
     f32_3d = ConvShape(3, "f32", 32, 32, 1, (3, 3, 3), (1, 1, 1))
     wide_2d = ConvShape(2, "f32", 128, 128, 1, (3, 3), (1, 1))
     assert prefers_channels_last("x86", f32_3d)
-    assert prefers_channels_last("x86", wide_2d)  # the packed channels-last call
+    assert not prefers_channels_last("x86", wide_2d)
     assert not prefers_channels_last("x86", ConvShape(1, "f32", 8, 8, 1, (3,), (1,)))
     assert prefers_channels_last("x86", ConvShape(2, "bf16", 128, 128, 1, (3, 3), (1, 1)))
     assert prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 128, (3, 3), (1, 1)))  # depthwise
-    assert prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 32, (3, 3), (1, 1)))  # 4 per group
+    assert not prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 32, (3, 3), (1, 1)))  # 4 per group
+    assert prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 8, (3, 3), (1, 1)))  # 16 per group
     assert prefers_channels_last("metal", f32_3d) and not prefers_channels_last("metal", wide_2d)
     assert not prefers_channels_last("ptx", wide_2d)
     assert prefers_channels_last("ptx", ConvShape(2, "f16", 128, 128, 1, (3, 3), (1, 1)))
