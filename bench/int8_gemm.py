@@ -48,7 +48,7 @@ def vnni_peak_gops(isa: str, threads: int, iters: int = 400_000) -> float:
     from llvmlite import ir
 
     from tessera.compiler.codegen.int8_gemm.build import gemm_target
-    from tessera.compiler.codegen.int8_gemm.irutil import I32, byte_ptr, counted_loop, i64
+    from tessera.compiler.codegen.irbuild import I32, byte_ptr, counted_loop, i64
     from tessera.compiler.codegen.int8_gemm.isa import get_isa
     from tessera.compiler.codegen.pipeline import optimize
     from tessera.runtime.artifact import Artifact

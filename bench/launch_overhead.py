@@ -58,11 +58,11 @@ def main() -> None:
         ptrs, total = [t.data_ptr() for t in ts], k.signature.grid_size
         code = k._module._keepalive
         serial = code.function(k.name, len(ts))
-        parallel = openmp.Trampoline(code.address(k.name), len(ts))
+        parallel = openmp.Trampolines([(code.address(k.name), len(ts))])
         runs = {
             "serial": lambda: serial(*ptrs, 0, total),
             "pool": lambda: cpu.run_chunks(serial, ptrs, total, a.threads, a.threads),
-            "openmp": lambda: parallel(ptrs, total, a.threads),
+            "openmp": lambda: parallel.run(0, ptrs, total, a.threads),
         }
         ms = {name: [] for name in runs}
         for _ in range(3):

@@ -51,23 +51,9 @@ here).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from .conv_layout_model import ConvShape
+from .conv_layout_model import ConvShape, Rule, first_rule
 
 MIN_GAIN = 1.05
-
-
-@dataclass(frozen=True)
-class Rule:
-    what: str
-    applies: Callable[[ConvShape], bool]
-    speedup: float  # measured tessera / oneDNN prepacked
-
-    @property
-    def tessera(self) -> bool:
-        return self.speedup >= MIN_GAIN
 
 
 X86_RULES = (
@@ -86,13 +72,11 @@ RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_RULES}
 
 
 def rule_for(target: str, conv: ConvShape) -> Rule | None:
-    for rule in RULES.get(target, ()):
-        if rule.applies(conv):
-            return rule
-    return None
+    """The measured class of ``conv`` (speedup: tessera's kernel over oneDNN's prepacked call)."""
+    return first_rule(RULES.get(target, ()), conv)
 
 
 def prefers_tessera(target: str, conv: ConvShape) -> bool:
     """Whether ``conv`` should run on tessera's kernel on ``target`` (only x86 has one)."""
     rule = rule_for(target, conv)
-    return rule is not None and rule.tessera
+    return rule is not None and rule.speedup >= MIN_GAIN

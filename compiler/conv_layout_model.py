@@ -40,7 +40,7 @@ layouts; not measured here (no Apple GPU).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 MIN_GAIN = 1.10
@@ -86,13 +86,18 @@ class ConvShape:
 
 @dataclass(frozen=True)
 class Rule:
+    """A shape class and its measured speedup (here: channels-last over
+    contiguous, or the vendor's guidance; ``conv_kernel_model``: tessera's
+    kernel over oneDNN's)."""
+
     what: str
     applies: Callable[[ConvShape], bool]
-    speedup: float  # measured channels-last / contiguous (or the vendor's guidance)
+    speedup: float
 
-    @property
-    def channels_last(self) -> bool:
-        return self.speedup >= MIN_GAIN
+
+def first_rule(rules: Sequence[Rule], conv: ConvShape) -> Rule | None:
+    """The first rule of a table whose class ``conv`` is in."""
+    return next((rule for rule in rules if rule.applies(conv)), None)
 
 
 def _any(c: ConvShape) -> bool:
@@ -123,11 +128,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
 
 
 def rule_for(target: str, conv: ConvShape) -> Rule:
-    for rule in RULES[target]:
-        if rule.applies(conv):
-            return rule
-    raise LookupError(f"no layout rule of target {target} matches {conv}")  # every table ends in a catch-all
+    rule = first_rule(RULES[target], conv)
+    if rule is None:
+        raise LookupError(f"no layout rule of target {target} matches {conv}")  # every table ends in a catch-all
+    return rule
 
 
 def prefers_channels_last(target: str, conv: ConvShape) -> bool:
-    return rule_for(target, conv).channels_last
+    return rule_for(target, conv).speedup >= MIN_GAIN

@@ -56,18 +56,21 @@ def _is_f32_matrix(v: SSAValue, m: int, n: int) -> bool:
     return isinstance(v.type, TensorType) and elem_of(v.type) == f32 and shape_of(v.type) == (m, n)
 
 
-def _vector_source(v: SSAValue, size: int, shapes: tuple[tuple[int, ...], ...]) -> SSAValue | None | bool:
-    """``v`` as a 1-D f32 vector of ``size``: itself, the 1-D input of the reshape
-    that produced it, or ``True`` (a reshape must be added); None if ``v`` is not
-    a vector of one of ``shapes``."""
-    if not isinstance(v.type, TensorType) or elem_of(v.type) != f32 or shape_of(v.type) not in shapes:
-        return None
+def _is_vector(v: SSAValue, shapes: tuple[tuple[int, ...], ...]) -> bool:
+    return isinstance(v.type, TensorType) and elem_of(v.type) == f32 and shape_of(v.type) in shapes
+
+
+def _flat(v: SSAValue, size: int, before: Operation, rewriter: PatternRewriter) -> SSAValue:
+    """``v`` (a ``[size]``, ``[size, 1]`` or ``[1, size]`` f32 vector) as ``[size]``:
+    itself, the input of the reshape that made it, or a new reshape."""
     if shape_of(v.type) == (size,):
         return v
     owner = v.owner
-    if isinstance(owner, ReshapeOp) and shape_of(owner.input.type) == (size,) and elem_of(owner.input.type) == f32:
+    if isinstance(owner, ReshapeOp) and _is_vector(owner.input, ((size,),)):
         return owner.input
-    return True
+    flat = ReshapeOp.build(operands=[v], result_types=[TensorType(f32, [size], LayoutAttr(identity(1)))])
+    rewriter.insert(flat, InsertPoint.before(before))  # the chain's operands are defined by then
+    return flat.result
 
 
 @dataclass
@@ -87,20 +90,20 @@ def _match(mm: IntMmOp) -> _Match | None:
     if not isinstance(row, MulOp) or not _is_f32_matrix(row.result, m, n):
         return None
     a_scale = _other_operand(row, convert.result)
-    if a_scale is None or _vector_source(a_scale, m, ((m, 1),)) is None:
+    if a_scale is None or not _is_vector(a_scale, ((m, 1),)):
         return None
     col = _only_user(row.result)
     if not isinstance(col, MulOp) or not _is_f32_matrix(col.result, m, n):
         return None
     b_scale = _other_operand(col, row.result)
-    if b_scale is None or _vector_source(b_scale, n, ((n,), (1, n))) is None:
+    if b_scale is None or not _is_vector(b_scale, ((n,), (1, n))):
         return None
     ops: list[Operation] = [convert, row, col]
     bias = None
     add = _only_user(col.result)
     if isinstance(add, AddOp) and _is_f32_matrix(add.result, m, n):
         candidate = _other_operand(add, col.result)
-        if candidate is not None and _vector_source(candidate, n, ((n,), (1, n))) is not None:
+        if candidate is not None and _is_vector(candidate, ((n,), (1, n))):
             bias = candidate
             ops.append(add)
     return _Match(ops, a_scale, b_scale, bias)
@@ -116,18 +119,9 @@ class FuseScaledIntMm(RewritePattern):
         if found is None:
             return
         m, n = shape_of(mm.result.type)
-        vectors = []
-        for v, size, shapes in ((found.a_scale, m, ((m, 1),)), (found.b_scale, n, ((n,), (1, n))),
-                                (found.bias, n, ((n,), (1, n)))):
-            if v is None:
-                continue
-            source = _vector_source(v, size, shapes)
-            if source is True:
-                flat = ReshapeOp.build(operands=[v], result_types=[TensorType(f32, [size], LayoutAttr(identity(1)))])
-                rewriter.insert(flat, InsertPoint.before(found.ops[-1]))  # the chain's operands are defined by then
-                source = flat.result
-            vectors.append(source)
         last = found.ops[-1]
+        vectors = [_flat(v, size, last, rewriter)
+                   for v, size in ((found.a_scale, m), (found.b_scale, n), (found.bias, n)) if v is not None]
         fused = ScaledIntMmOp.build(operands=[mm.lhs, mm.rhs, vectors[0], vectors[1], vectors[2:]],
                                     result_types=[last.results[0].type])
         rewriter.replace(last, fused)

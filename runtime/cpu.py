@@ -102,21 +102,24 @@ def run_chunks(fn: KernelFn, pointers: Sequence[int], total: int, chunks: int, t
         fut.result()
 
 
-def launcher(code: LoadedObject, sig, threads: int) -> Callable[[Sequence[int], int], None]:
-    """``launch(pointers, chunks)`` for the kernel ``sig.name`` of ``code``: one chunk
-    on the calling thread, more on OpenMP's threads (or the thread pool)."""
+def launchers(code: LoadedObject, signatures: Sequence, threads: int) -> dict[str, Callable[[Sequence[int], int], None]]:
+    """``launch(pointers, chunks)`` for each kernel of ``code``: one chunk on the
+    calling thread, more on OpenMP's threads (or the thread pool)."""
     from tessera.runtime import openmp
 
-    fn, total = code.function(sig.name, len(sig.args)), sig.grid_size
-    if not openmp.available():
-        return lambda pointers, chunks: run_chunks(fn, pointers, total, chunks, threads)
-    parallel = openmp.Trampoline(code.address(sig.name), len(sig.args))
+    parallel = openmp.Trampolines([(code.address(s.name), len(s.args)) for s in signatures]) if openmp.available() else None
+    out = {}
+    for index, sig in enumerate(signatures):
+        fn, total = code.function(sig.name, len(sig.args)), sig.grid_size
 
-    def launch(pointers: Sequence[int], chunks: int) -> None:
-        if chunks <= 1 or total <= 1:
-            fn(*pointers, 0, total)
-        else:
-            parallel(pointers, total, min(chunks, total))
+        def launch(pointers: Sequence[int], chunks: int, fn=fn, total=total, index=index) -> None:
+            if chunks <= 1 or total <= 1:
+                fn(*pointers, 0, total)
+            elif parallel is not None:
+                parallel.run(index, pointers, total, min(chunks, total))
+            else:
+                run_chunks(fn, pointers, total, chunks, threads)
 
-    launch.trampoline = parallel  # keeps the trampoline's code alive with the launcher
-    return launch
+        launch.trampolines = parallel  # keeps the trampolines' code alive with the launchers
+        out[sig.name] = launch
+    return out

@@ -86,7 +86,6 @@ def load_cpu(artifact: Artifact, device: torch.device, options: RuntimeOptions) 
     from tessera.runtime import cpu
 
     code = cpu.LoadedObject(artifact)
-    kernels = {}
-    for sig in artifact.signatures:
-        kernels[sig.name] = Kernel(sig, device, cpu.launcher(code, sig, options.num_threads), options)
+    launch = cpu.launchers(code, artifact.signatures, options.num_threads)
+    kernels = {sig.name: Kernel(sig, device, launch[sig.name], options) for sig in artifact.signatures}
     return Module(artifact, kernels, keepalive=code)

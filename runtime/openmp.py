@@ -1,7 +1,7 @@
 """A kernel's grid on OpenMP's threads: the libgomp that torch itself runs on.
 
-    run = Trampoline(kernel_address, num_buffers=2)
-    run([x.data_ptr(), out.data_ptr()], total=3136, threads=2)
+    parallel = Trampolines([(kernel_address, 2)])        # every kernel of a loaded object at once
+    parallel.run(0, [x.data_ptr(), out.data_ptr()], total=3136, threads=2)
 
 ``GOMP_parallel(trampoline, ctx, threads, 0)`` runs a small native trampoline on
 every thread of OpenMP's team (the calling thread included); thread ``t`` of
@@ -9,8 +9,9 @@ every thread of OpenMP's team (the calling thread included); thread ``t`` of
 share ``[total*t/n, total*(t+1)/n)``. No Python runs on the workers, and the
 team is the one torch's intra-op parallelism keeps warm, so a launch costs a few
 microseconds where a Python thread pool costs tens per chunk (measured in
-``BENCHMARKS.md``). The trampoline (one per loaded kernel) is LLVM IR compiled
-here by MCJIT, the kernel's address bound to a symbol of its own:
+``BENCHMARKS.md``). The trampolines (one per kernel, all of a loaded object in
+one module) are LLVM IR compiled here by MCJIT, each kernel's address bound to
+a symbol of its own:
 
     define void @tessera_kernel_7f3a.parallel(ptr %ctx) {   ; ctx = {i64 total, ptr arg0, ptr arg1}
       %t = call i32 @omp_get_thread_num()
@@ -61,11 +62,9 @@ def available() -> bool:
     return _gomp() is not None
 
 
-def _trampoline_ir(kernel: str, num_buffers: int) -> str:
-    module = ir.Module(name=f"{kernel}.parallel")
-    module.triple = llvm.get_process_triple()
-    thread_num = ir.Function(module, ir.FunctionType(_I32, []), "omp_get_thread_num")
-    num_threads = ir.Function(module, ir.FunctionType(_I32, []), "omp_get_num_threads")
+def _add_trampoline(module: ir.Module, kernel: str, num_buffers: int) -> None:
+    thread_num = _declare(module, "omp_get_thread_num", ir.FunctionType(_I32, []))
+    num_threads = _declare(module, "omp_get_num_threads", ir.FunctionType(_I32, []))
     callee = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * num_buffers + [_I64, _I64]), kernel)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR]), f"{kernel}.parallel")
     ctx = fn.args[0]
@@ -83,29 +82,40 @@ def _trampoline_ir(kernel: str, num_buffers: int) -> str:
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
-    return str(module)
 
 
-class Trampoline:
-    """The native ``void @<kernel>.parallel(ptr %ctx)`` of one loaded kernel
-    (``ctx = {i64 total, ptr arg0, ...}``), calling it at ``kernel_address``."""
+def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    try:
+        return module.get_global(name)
+    except KeyError:
+        return ir.Function(module, fnty, name)
 
-    def __init__(self, kernel_address: int, num_buffers: int):
+
+class Trampolines:
+    """The native ``void @<kernel>.parallel(ptr %ctx)`` (``ctx = {i64 total,
+    ptr arg0, ...}``) of each kernel of one loaded object, compiled together:
+    one MCJIT engine per object (about 10 ms), not one per kernel."""
+
+    def __init__(self, kernels: Sequence[tuple[int, int]]):
+        """``kernels``: (address, number of buffers) of each kernel."""
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        name = f"tessera_kernel_{kernel_address:x}"
-        llvm.add_symbol(name, kernel_address)
-        tm = llvm.Target.from_default_triple().create_target_machine(jit=True)
-        module = llvm.parse_assembly(_trampoline_ir(name, num_buffers))
-        module.verify()
-        self._engine = llvm.create_mcjit_compiler(module, tm)  # owns the trampoline's code
+        module = ir.Module(name="tessera_parallel")
+        module.triple = llvm.get_process_triple()
+        names = []
+        for address, num_buffers in kernels:
+            name = f"tessera_kernel_{address:x}"
+            llvm.add_symbol(name, address)
+            _add_trampoline(module, name, num_buffers)
+            names.append(name)
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        tm = llvm.Target.from_default_triple().create_target_machine(jit=True)  # the engine takes it over
+        self._engine = llvm.create_mcjit_compiler(parsed, tm)  # owns the trampolines' code
         self._engine.finalize_object()
-        self.address = self._engine.get_function_address(f"{name}.parallel")
-        self.num_buffers = num_buffers
+        self.addresses = [self._engine.get_function_address(f"{n}.parallel") for n in names]
 
-    def __call__(self, pointers: Sequence[int], total: int, threads: int) -> None:
-        """Runs ``[0, total)`` split over ``threads`` OpenMP threads."""
+    def run(self, index: int, pointers: Sequence[int], total: int, threads: int) -> None:
+        """Runs kernel ``index``'s ``[0, total)`` split over ``threads`` OpenMP threads."""
         ctx = (ctypes.c_void_p * (1 + len(pointers)))(total, *pointers)
-        _gomp().GOMP_parallel(self.address, ctypes.addressof(ctx), threads, 0)
-
-
+        _gomp().GOMP_parallel(self.addresses[index], ctypes.addressof(ctx), threads, 0)

@@ -263,6 +263,12 @@ class AddmmOp(IRDLOperation):
         expect_same_elem(self.bias.type, self.result.type, self.name)
 
 
+def _check_int8_operands(op: IRDLOperation, what: str) -> None:
+    """The int8 GEMMs take ``i8`` or ``ui8`` A times ``i8`` B."""
+    if elem_of(op.lhs.type) not in (i8, dtypes.ui8) or elem_of(op.rhs.type) != i8:
+        raise VerifyException(f"{what} takes i8 or ui8 x i8, got {elem_of(op.lhs.type)} x {elem_of(op.rhs.type)}")
+
+
 @irdl_op_definition
 class IntMmOp(IRDLOperation):
     """Exact int8 GEMM: ``[M,K] (i8 or ui8) x [K,N] (i8) -> [M,N] i32``.
@@ -280,10 +286,7 @@ class IntMmOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts([self.lhs, self.rhs, self.result], self.name)
         out = _matmul_shape(self, self.lhs, self.rhs)
-        if elem_of(self.lhs.type) not in (i8, dtypes.ui8) or elem_of(self.rhs.type) != i8:
-            raise VerifyException(
-                f"int_mm takes i8 or ui8 x i8, got {elem_of(self.lhs.type)} x {elem_of(self.rhs.type)}"
-            )
+        _check_int8_operands(self, "int_mm")
         if elem_of(self.result.type) != i32:
             raise VerifyException(f"int_mm gives i32, got {elem_of(self.result.type)}")
         expect_shape(shape_of(self.result.type), out, "result")
@@ -315,10 +318,7 @@ class ScaledIntMmOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts(list(self.operands) + [self.result], self.name)
         m, n = _matmul_shape(self, self.lhs, self.rhs)
-        if elem_of(self.lhs.type) not in (i8, dtypes.ui8) or elem_of(self.rhs.type) != i8:
-            raise VerifyException(
-                f"scaled_int_mm takes i8 or ui8 x i8, got {elem_of(self.lhs.type)} x {elem_of(self.rhs.type)}"
-            )
+        _check_int8_operands(self, "scaled_int_mm")
         vectors = [(self.a_scale, m, "a_scale"), (self.b_scale, n, "b_scale")]
         if self.bias is not None:
             vectors.append((self.bias, n, "bias"))

@@ -190,7 +190,7 @@ def test_kernel_runs_split_across_threads():
 
 
 def test_cost_model_rules():
-    from tessera.compiler.conv_kernel_model import MIN_GAIN, prefers_tessera, rule_for
+    from tessera.compiler.conv_kernel_model import prefers_tessera, rule_for
     from tessera.compiler.conv_layout_model import ConvShape
 
     def shape(**kw):
@@ -203,9 +203,18 @@ def test_cost_model_rules():
     assert rule_for("x86", shape(kernel=(1, 1))).what == "1x1 conv2d"
     assert rule_for("x86", shape(spatial=3, kernel=(1, 1, 1))).what == "1x1x1 conv3d"
     assert not prefers_tessera("ptx", shape())  # only x86 has the kernel
-    # the decision is the measured speedup against the threshold, rule by rule
-    for s in (shape(), shape(kernel=(1, 1)), shape(spatial=3, kernel=(3, 3, 3))):
-        assert prefers_tessera("x86", s) == (rule_for("x86", s).speedup >= MIN_GAIN)
+
+
+def test_cost_model_decides_by_the_measured_gain(monkeypatch):
+    """tessera's kernel exactly where the class's speedup over oneDNN reaches MIN_GAIN."""
+    import tessera.compiler.conv_kernel_model as model
+    from tessera.compiler.conv_kernel_model import MIN_GAIN, prefers_tessera
+    from tessera.compiler.conv_layout_model import ConvShape, Rule
+
+    conv = ConvShape(2, "f32", 64, 64, 1, (3, 3), (1, 1))
+    for speedup, expected in ((MIN_GAIN - 0.01, False), (MIN_GAIN, True), (1.5, True)):
+        monkeypatch.setitem(model.RULES, "x86", (Rule("t", lambda c: True, speedup),))
+        assert prefers_tessera("x86", conv) is expected, speedup
 
 
 def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):

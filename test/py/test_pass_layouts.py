@@ -16,7 +16,7 @@ from xdsl.dialects import func
 from xdsl.ir import BlockArgument
 
 from tessera.compiler.capture import capture
-from tessera.compiler.conv_layout_model import ConvShape, prefers_channels_last
+from tessera.compiler.conv_layout_model import MIN_GAIN, ConvShape, Rule, prefers_channels_last, rule_for
 from tessera.compiler.fx_import import import_graph
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
@@ -55,19 +55,34 @@ def test_moved_dims():
     assert moved_dims((0, 1, 2), (0, 1, 2)) == set()
 
 
-def test_cost_model_rules():
-    f32_3d = ConvShape(3, "f32", 32, 32, 1, (3, 3, 3), (1, 1, 1))
-    wide_2d = ConvShape(2, "f32", 128, 128, 1, (3, 3), (1, 1))
-    assert prefers_channels_last("x86", f32_3d)
-    assert not prefers_channels_last("x86", wide_2d)
-    assert not prefers_channels_last("x86", ConvShape(1, "f32", 8, 8, 1, (3,), (1,)))
-    assert prefers_channels_last("x86", ConvShape(2, "bf16", 128, 128, 1, (3, 3), (1, 1)))
-    assert prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 128, (3, 3), (1, 1)))  # depthwise
-    assert not prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 32, (3, 3), (1, 1)))  # 4 per group
-    assert prefers_channels_last("x86", ConvShape(2, "f32", 128, 128, 8, (3, 3), (1, 1)))  # 16 per group
-    assert prefers_channels_last("metal", f32_3d) and not prefers_channels_last("metal", wide_2d)
-    assert not prefers_channels_last("ptx", wide_2d)
-    assert prefers_channels_last("ptx", ConvShape(2, "f16", 128, 128, 1, (3, 3), (1, 1)))
+def test_cost_model_classifies_convs():
+    """Each conv falls in the class its shape says (first matching rule); the
+    classes' measured speedups live in the table, not in this test."""
+    what = {
+        ConvShape(3, "f32", 32, 32, 1, (3, 3, 3), (1, 1, 1)): "f32 conv3d",
+        ConvShape(2, "f32", 128, 128, 1, (3, 3), (1, 1)): "f32 dense 3x3 conv2d, >= 128 input channels",
+        ConvShape(2, "f32", 128, 128, 1, (3, 3), (2, 2)): "f32 conv2d",  # strided
+        ConvShape(2, "f32", 128, 128, 1, (1, 1), (1, 1)): "f32 conv2d",  # 1x1
+        ConvShape(1, "f32", 8, 8, 1, (3,), (1,)): "conv1d",
+        ConvShape(2, "bf16", 128, 128, 1, (3, 3), (1, 1)): "bf16/f16 conv",
+        ConvShape(2, "f32", 128, 128, 128, (3, 3), (1, 1)): "f32 conv2d",  # depthwise
+        ConvShape(2, "f32", 128, 128, 32, (3, 3), (1, 1)): "f32 grouped conv2d, < 16 channels per group",
+        ConvShape(2, "f32", 128, 128, 8, (3, 3), (1, 1)): "f32 conv2d",  # 16 per group
+    }
+    for conv, name in what.items():
+        assert rule_for("x86", conv).what == name, conv
+    assert rule_for("ptx", ConvShape(2, "f16", 128, 128, 1, (3, 3), (1, 1))).what.startswith("f16/bf16")
+    assert rule_for("metal", ConvShape(3, "f32", 8, 8, 1, (3, 3, 3), (1, 1, 1))).what == "conv3d"
+
+
+def test_cost_model_decides_by_the_measured_gain(monkeypatch):
+    """Channels-last exactly when the class's speedup reaches MIN_GAIN."""
+    import tessera.compiler.conv_layout_model as model
+
+    conv = ConvShape(2, "f32", 64, 64, 1, (3, 3), (1, 1))
+    for speedup, expected in ((MIN_GAIN - 0.01, False), (MIN_GAIN, True), (2.0, True), (0.5, False)):
+        monkeypatch.setitem(model.RULES, "x86", (Rule("t", lambda c: True, speedup),))
+        assert prefers_channels_last("x86", conv) is expected, speedup
 
 
 # --- the example models -----------------------------------------------------------------------

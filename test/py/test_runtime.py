@@ -88,6 +88,38 @@ def test_thread_splits_give_identical_results(scale_module):
         assert torch.equal(y, y1), f"{chunks} chunks"
 
 
+def test_parallel_launches_run_on_openmp_threads(monkeypatch):
+    """A split launch goes through OpenMP's team (torch's libgomp), one
+    ``GOMP_parallel`` per launch with as many threads as chunks; without
+    libgomp it still gives the same result on the thread pool."""
+    from tessera.runtime import openmp
+
+    assert openmp.available()  # torch's CPU build carries libgomp
+    real = openmp._gomp()
+    calls = []
+
+    class Counting:
+        def GOMP_parallel(self, fn, data, threads, flags):
+            calls.append(threads)
+            real.GOMP_parallel(fn, data, threads, flags)
+
+    module = load(scale_kernel())  # loaded before the patch: trampolines exist
+    monkeypatch.setattr(openmp, "_gomp", lambda: Counting())
+    k = module.kernel("scale")
+    x, s, y1 = scale_inputs()
+    k.launch(x, s, y1, chunks=1)
+    assert calls == []  # one chunk runs on the calling thread
+    y = torch.full_like(y1, float("nan"))
+    k.launch(x, s, y, chunks=2)
+    assert calls == [2] and torch.equal(y, y1)
+
+    monkeypatch.setattr(openmp, "_gomp", lambda: None)  # no libgomp: the thread pool
+    pooled = load(scale_kernel())
+    y = torch.full_like(y1, float("nan"))
+    pooled.kernel("scale").launch(x, s, y, chunks=3)
+    assert calls == [2] and torch.equal(y, y1)
+
+
 def test_split_covers_the_range_once():
     for total, chunks in ((80, 3), (5, 8), (1, 4), (1000, 7)):
         ranges = split(total, chunks)
@@ -268,6 +300,25 @@ def test_program_allocs_launches_calls_and_frees(scale_module):
     torch.testing.assert_close(out4, r + 1, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(out5, r * s.view(1, 8, 1, 1), rtol=1e-5, atol=1e-5)
     assert seen and seen[0]() is None, "the intermediate kernel output was not freed"
+
+
+def test_program_checks_launches_again_when_its_inputs_change(scale_module, monkeypatch):
+    """Launches skip the signature check only on inputs like those of the last
+    checked run: new strides are checked (and refused), the same ones are not."""
+    k = scale_module.kernel("scale")
+    nhwc = TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1)))
+    prog = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2))], inputs=(0, 1), outputs=(2,))
+    checks = []
+    check = type(k).check
+    monkeypatch.setattr(type(k), "check", lambda self, ts: (checks.append(1), check(self, ts)))
+    x, s, _ = scale_inputs()
+    for _ in range(3):
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, scale_reference(x, s), rtol=1e-5, atol=1e-5)
+    assert len(checks) == 1
+    with pytest.raises(SignatureMismatch, match="strides"):
+        prog.run(x.contiguous(), s)
+    assert len(checks) == 2
 
 
 def test_program_errors(scale_module):

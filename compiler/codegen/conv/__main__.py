@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tessera.compiler.codegen.conv.build import conv_assembly, conv_llvm_ir
+from tessera.compiler.codegen.conv.build import CONV
 from tessera.compiler.codegen.conv.errors import ConvKernelError, InvalidConvSpec
 from tessera.compiler.codegen.conv.isa import isa_of_features, select_conv_isa
 from tessera.compiler.codegen.conv.spec import ACTIVATIONS, ConvSpec
@@ -25,7 +25,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tessera.compiler.codegen.conv", description=__doc__.splitlines()[0])
-    p.add_argument("--emit", choices=("llvm", "opt-llvm", "asm"), default="asm")
+    p.add_argument("--emit", choices=CONV.EMITS, default="asm")
     p.add_argument("--shape", default="1x20x9x13", help="input N x C_in x (D x) H x W (default 1x20x9x13)")
     p.add_argument("--out-channels", type=int, default=40)
     p.add_argument("--kernel", default="3x3")
@@ -55,10 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = ConvSpec(shape[0], shape[1], args.out_channels, shape[2:], kernel, per_dim(args.stride, "stride"),
                         per_dim(args.padding, "padding"), per_dim(args.dilation, "dilation"), args.groups,
                         bias=args.bias, residual=args.residual, activation=args.activation, isa=isa)
-        if args.emit == "asm":
-            text = conv_assembly(spec, args.features, args.cpu)
-        else:
-            text = conv_llvm_ir(spec, args.features, args.cpu, optimized=args.emit == "opt-llvm")
+        text = CONV.emit(spec, args.emit, args.features, args.cpu)
     except ConvKernelError as err:
         print(err, file=sys.stderr)
         return 1

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from tessera.compiler.codegen import expand_math
-from tessera.compiler.codegen.conv.irutil import F32, counted_loop, gep, i64, load_vec, store_vec
+from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_vec, store_vec
 from tessera.compiler.codegen.conv.spec import ConvSpec
 
 

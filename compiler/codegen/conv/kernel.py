@@ -23,7 +23,7 @@ import math
 
 from llvmlite import ir
 
-from tessera.compiler.codegen.conv.irutil import I64, PTR, counted_loop, gep, i64
+from tessera.compiler.codegen.irbuild import I64, PTR, counted_loop, gep, i64
 from tessera.compiler.codegen.conv.microkernel import emit_tile, tile_name
 from tessera.compiler.codegen.conv.packing import packed_shape
 from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides

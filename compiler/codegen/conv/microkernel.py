@@ -27,7 +27,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tessera.compiler.codegen.conv.epilogue import load_tile, store_raw, store_tile
-from tessera.compiler.codegen.conv.irutil import F32, I64, PTR, counted_loop, fma, gep, guarded, i64, load_vec, splat, vec
+from tessera.compiler.codegen.irbuild import F32, I64, PTR, counted_loop, fma, gep, guarded, i64, load_vec, splat, vec
 from tessera.compiler.codegen.conv.spec import ConvSpec
 from tessera.compiler.codegen.conv.tiling import Tiling, WTile
 

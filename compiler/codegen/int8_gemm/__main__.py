@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tessera.compiler.codegen.int8_gemm.build import int8_gemm_assembly, int8_gemm_llvm_ir
+from tessera.compiler.codegen.int8_gemm.build import INT8_GEMM
 from tessera.compiler.codegen.int8_gemm.errors import Int8GemmError, InvalidSpec
 from tessera.compiler.codegen.int8_gemm.spec import EPILOGUES, ISAS, Int8GemmSpec
 
@@ -25,7 +25,7 @@ def _shape(text: str) -> tuple[int, int, int]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tessera.compiler.codegen.int8_gemm", description=__doc__.splitlines()[0])
     p.add_argument("--isa", choices=ISAS, default=None, help="instruction path (default: this host's fastest)")
-    p.add_argument("--emit", choices=("llvm", "opt-llvm", "asm"), default="asm")
+    p.add_argument("--emit", choices=INT8_GEMM.EMITS, default="asm")
     p.add_argument("--shape", default="37x61x129", help="MxNxK (default exercises every tail: 37x61x129)")
     p.add_argument("--signed", action="store_true", help="s8 A (default u8 A)")
     p.add_argument("--epilogue", choices=EPILOGUES, default="s32")
@@ -39,10 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             args.isa = select_isa()
         m, n, k = _shape(args.shape)
         spec = Int8GemmSpec(m, n, k, a_signed=args.signed, isa=args.isa, epilogue=args.epilogue)
-        if args.emit == "asm":
-            text = int8_gemm_assembly(spec, args.features, args.cpu)
-        else:
-            text = int8_gemm_llvm_ir(spec, args.features, args.cpu, optimized=args.emit == "opt-llvm")
+        text = INT8_GEMM.emit(spec, args.emit, args.features, args.cpu)
     except Int8GemmError as err:
         print(err, file=sys.stderr)
         return 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from tessera.compiler.codegen.int8_gemm.irutil import F32, I32, I64, byte_ptr, counted_loop, entry_alloca, i64, splat, vec
+from tessera.compiler.codegen.irbuild import F32, I32, I64, byte_ptr, counted_loop, entry_alloca, i64, splat, vec
 from tessera.compiler.codegen.int8_gemm.spec import Int8GemmSpec
 
 

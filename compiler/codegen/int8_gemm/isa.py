@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from llvmlite import ir
 
 from tessera.compiler.codegen.int8_gemm.errors import IsaUnavailable, UnknownIsa
-from tessera.compiler.codegen.int8_gemm.irutil import I8, I16, I32, byte_ptr, intrinsic, splat, vec
+from tessera.compiler.codegen.irbuild import I8, I16, I32, byte_ptr, intrinsic, splat, vec
 from tessera.compiler.codegen.int8_gemm.spec import ISAS
 from tessera.compiler.codegen.x86 import enabled_features
 

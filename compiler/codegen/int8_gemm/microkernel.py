@@ -18,7 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tessera.compiler.codegen.int8_gemm.epilogue import TileOperands, emit_epilogue
-from tessera.compiler.codegen.int8_gemm.irutil import I8, I32, I64, PTR, byte_ptr, counted_loop, i64, intrinsic, splat, vec
+from tessera.compiler.codegen.irbuild import I8, I32, I64, PTR, byte_ptr, counted_loop, i64, intrinsic, splat, vec
 from tessera.compiler.codegen.int8_gemm.isa import IsaPath
 from tessera.compiler.codegen.int8_gemm.spec import Int8GemmSpec
 

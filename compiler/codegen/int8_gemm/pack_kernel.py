@@ -14,7 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tessera.compiler.codegen.int8_gemm.build import gemm_target
-from tessera.compiler.codegen.int8_gemm.irutil import I8, byte_ptr, counted_loop, i64, umin, vec
+from tessera.compiler.codegen.irbuild import I8, byte_ptr, counted_loop, i64, umin, vec
 from tessera.compiler.codegen.int8_gemm.packing import PackLayout, pack_layout
 from tessera.compiler.codegen.pipeline import optimize
 from tessera.compiler.codegen.target import Target

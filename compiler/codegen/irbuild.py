@@ -1,6 +1,9 @@
-"""Small llvmlite.ir helpers shared by the int8 GEMM emitters.
+"""llvmlite.ir helpers of the kernels built straight in LLVM IR (the int8 GEMM
+and conv families): types, constants, loops, pointers, vector loads/stores.
 
     acc = counted_loop(b, 16, [zero], lambda b, k, c: [b.add(c[0], k)], "sum")
+    acc = fma(b, splat(b, x, 16), w, acc)             # llvm.fma.v16f32
+    v = load_vec(b, ptr, 16, valid=5)                 # lanes 0-4 read, the rest 0.0
 """
 
 from __future__ import annotations
@@ -36,13 +39,20 @@ def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type
         return ir.Function(module, ir.FunctionType(ret, list(args)), name)
 
 
-def byte_ptr(b: ir.IRBuilder, base: ir.Value, offset: ir.Value | int) -> ir.Value:
-    """``base + offset`` bytes."""
+def byte_ptr(b: ir.IRBuilder, base: ir.Value, offset: ir.Value | int, inbounds: bool = True) -> ir.Value:
+    """``base + offset`` bytes (``inbounds=False`` where a partial sum may point
+    outside the buffer, e.g. before a row that padding skips)."""
     if isinstance(offset, int):
         if offset == 0:
             return base
         offset = i64(offset)
-    return b.gep(base, [offset], inbounds=True, source_etype=I8)
+    return b.gep(base, [offset], inbounds=inbounds, source_etype=I8)
+
+
+def gep(b: ir.IRBuilder, base: ir.Value, byte_offset: ir.Value | int) -> ir.Value:
+    """``base + byte_offset`` bytes without ``inbounds`` (partial sums of the conv
+    kernels may point before a row)."""
+    return byte_ptr(b, base, byte_offset, inbounds=False)
 
 
 def umin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -61,6 +71,17 @@ def entry_alloca(b: ir.IRBuilder, t: ir.Type, n: int, align: int = 64) -> ir.Val
         slot.type = PTR  # opaque (llvmlite types it i32*): vectors and scalars are stored through it
     b.position_at_end(here)
     return slot
+
+
+def merge(b: ir.IRBuilder, *arms: tuple[Sequence[ir.Value], ir.Block]) -> list[ir.Value]:
+    """Phis at the builder's block joining each arm's values (one list per predecessor block)."""
+    out = []
+    for values in zip(*(vs for vs, _ in arms), strict=True):
+        p = b.phi(values[0].type)
+        for v, (_, block) in zip(values, arms):
+            p.add_incoming(v, block)
+        out.append(p)
+    return out
 
 
 Body = Callable[[ir.IRBuilder, ir.Value, list[ir.Value]], list[ir.Value]]
@@ -103,11 +124,47 @@ def counted_loop(b: ir.IRBuilder, count: int | ir.Value, carried: Sequence[ir.Va
     b.position_at_end(done)
     if isinstance(count, int):
         return new
-    # a run-time count may be 0: merge with the values from before the loop
-    out = []
-    for v0, v1 in zip(carried, new, strict=True):
-        m = b.phi(v0.type)
-        m.add_incoming(v0, pre)
-        m.add_incoming(v1, latch)
-        out.append(m)
-    return out
+    return merge(b, (carried, pre), (new, latch))  # a run-time count may be 0
+
+
+def fma(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+    t = x.type
+    fn = intrinsic(b.module, f"llvm.fma.v{t.count}f32", t, [t, t, t])
+    return b.call(fn, [x, y, z])
+
+
+def lane_mask(lanes: int, valid: int) -> ir.Constant:
+    return ir.Constant(vec(I1, lanes), [1 if i < valid else 0 for i in range(lanes)])
+
+
+def load_vec(b: ir.IRBuilder, ptr: ir.Value, lanes: int, valid: int | None = None) -> ir.Value:
+    """``lanes`` floats at ``ptr``; only the first ``valid`` read (the others 0.0) when given."""
+    vt = vec(F32, lanes)
+    if valid is None or valid >= lanes:
+        return b.load(ptr, typ=vt, align=4)
+    fn = intrinsic(b.module, f"llvm.masked.load.v{lanes}f32.p0", vt, [PTR, I32, vec(I1, lanes), vt])
+    return b.call(fn, [ptr, ir.Constant(I32, 4), lane_mask(lanes, valid), ir.Constant(vt, None)])
+
+
+def store_vec(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, valid: int | None = None) -> None:
+    lanes = value.type.count
+    if valid is None or valid >= lanes:
+        b.store(value, ptr, align=4)
+        return
+    fn = intrinsic(b.module, f"llvm.masked.store.v{lanes}f32.p0", ir.VoidType(), [value.type, PTR, I32, vec(I1, lanes)])
+    b.call(fn, [value, ptr, ir.Constant(I32, 4), lane_mask(lanes, valid)])
+
+
+def guarded(b: ir.IRBuilder, cond: ir.Value, carried: Sequence[ir.Value],
+            body: Callable[[ir.IRBuilder, list[ir.Value]], list[ir.Value]], name: str) -> list[ir.Value]:
+    """``body(carried)`` where ``cond`` holds, else ``carried`` unchanged (merged by phis)."""
+    fn = b.function
+    then, merge_bb = fn.append_basic_block(name), fn.append_basic_block(f"{name}.end")
+    pre = b.block
+    b.cbranch(cond, then, merge_bb)
+    b.position_at_end(then)
+    new = body(b, list(carried))
+    then_end = b.block
+    b.branch(merge_bb)
+    b.position_at_end(merge_bb)
+    return merge(b, (list(carried), pre), (new, then_end))
