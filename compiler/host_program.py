@@ -44,7 +44,8 @@ from .errors import TesseraError
 from .interpreter import find_function
 from .interpreter.impls import IMPLS, scalar_value
 from .ir_io import op_location
-from .weight_cache import PackedWeight
+from .weight_cache import PackedWeight, PerVersion
+from .weight_preparation import weight_preparation
 
 
 _CPU = types.SimpleNamespace(device=torch.device("cpu"))  # what reference semantics read of their interpreter
@@ -218,15 +219,43 @@ class _Builder:
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
                        device: torch.device = _CPU.device) -> HostProgram:
-    """The program of ``@function`` in ``host``, launching ``kernels``'s kernels."""
-    fn = find_function(host, function)
+    """The program of ``@function`` in ``host``, launching ``kernels``'s kernels.
+    The ops that prepare convolution weights from parameters alone
+    (``weight_preparation``) become one step that runs them again only when
+    those parameters change."""
+    block = find_function(host, function).body.block
+    preparing = weight_preparation(block)
     b = _Builder(kernels, device)
-    inputs = tuple(b.buffer(a) for a in fn.body.block.args)
+    inputs = tuple(b.buffer(a) for a in block.args)
     outputs: tuple[int, ...] = ()
-    for op in fn.body.block.ops:
+    main, prepare, prepare_at = b.steps, [], None
+    for op in block.ops:
         if isinstance(op, func.ReturnOp):
             outputs = tuple(b.operand(v, op) for v in op.operands)
             break
-        b.add(op)
-    b.result.program = Program(tuple(b.steps), inputs, outputs, device)
+        if op in preparing:
+            prepare_at = len(main) if prepare_at is None else prepare_at
+            b.steps = prepare
+            b.add(op)
+            b.steps = main
+        else:
+            b.add(op)
+    if prepare:
+        main.insert(prepare_at, _prepare_step(b, preparing, prepare, device))
+    b.result.program = Program(tuple(main), inputs, outputs, device)
     return b.result
+
+
+def _prepare_step(b: _Builder, ops: list[Operation], steps: list, device: torch.device) -> Call:
+    """One step running ``steps`` (the preparing ops') once per version of the
+    arguments they read (:class:`PerVersion`), giving the values other ops use."""
+    inside = set(ops)
+    sources = tuple(dict.fromkeys(b.ids[v] for op in ops for v in op.operands if not isinstance(v.owner, Operation)))
+    outs = tuple(b.ids[r] for op in ops for r in op.results
+                 if r in b.ids and any(u.operation not in inside for u in r.uses))
+    cached = PerVersion(Program(tuple(steps), sources, outs, device).run)
+
+    def prepare_weights(*params: torch.Tensor) -> list[torch.Tensor]:
+        return cached(*params)
+
+    return Call(prepare_weights, sources, outs)

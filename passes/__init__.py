@@ -14,24 +14,27 @@ from .cancel_relayouts import CancelRelayouts
 from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
+from .fold_upsample_into_conv import FoldUpsampleIntoConv
 from .fuse_int_mm_epilogues import FuseIntMmEpilogues
 from .fuse_kernels import FuseKernels
 from .fuse_relayouts import FuseRelayouts
 from .hoist_relayouts import HoistRelayouts
 
 PASSES: dict[str, type[ModulePass]] = {
-    p.name: p for p in (Cse, Dce, CastConstants, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts,
+    p.name: p for p in (Cse, Dce, CastConstants, FoldUpsampleIntoConv, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts,
                         FuseIntMmEpilogues, FuseKernels)
 }
 
 
 def _graph_pipeline(target: str, constant_policy: str) -> tuple[str, ...]:
-    """Typed constants; each conv's layout from the target's cost model; the
+    """Typed constants; convolutions of upsampled tensors computed before the
+    upsample (polyphase); each conv's layout from the target's cost model; the
     relayouts that makes hoisted toward producers and inputs (cse merges the
     copies that meet), cancelled in pairs, and fused into the kernels that
     write or read the data; then dead code goes."""
     return (
         f"cast-constants{{policy={constant_policy}}}",
+        "fold-upsample-into-conv",
         f"assign-layouts{{target={target}}}",
         "hoist-relayouts",
         "cse",

@@ -73,7 +73,8 @@ class FusionError(TesseraError):
     """The grouping of a function could not be emitted (an internal inconsistency)."""
 
 
-_MOVEMENT_OPS = (tsr.ConvertOp, tsr.RelayoutOp, tsr.ExpandOp, tsr.ReshapeOp, tsr.PermuteOp, tsr.SliceOp, tsr.ConcatOp)
+_MOVEMENT_OPS = (tsr.ConvertOp, tsr.RelayoutOp, tsr.ExpandOp, tsr.ReshapeOp, tsr.PermuteOp, tsr.SliceOp, tsr.ConcatOp,
+                 tsr.PolyphaseInterleaveOp)
 
 
 def _is_scalar_constant(v: SSAValue) -> bool:

@@ -7,6 +7,7 @@ stores every result in the layout and dtype its type declares.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -209,6 +210,37 @@ def _upsample(op, env, x):
         return torch.ops.aten.upsample_bilinear2d.default(x, size, align, *scales)
     fn = {1: torch.ops.aten.upsample_nearest1d, 2: torch.ops.aten.upsample_nearest2d, 3: torch.ops.aten.upsample_nearest3d}[nsp]
     return fn.default(x, size, *scales)
+
+
+@impl(tsr.PolyphaseWeightOp)
+def _polyphase_weight(op, env, w):
+    """Per spatial dim, a 0/1 matrix [phase, phase tap, tap] sums the taps each
+    phase folds together; phases end up ahead of the output channels."""
+    out = w
+    for d, dim in enumerate(op.dims()):
+        fold = torch.zeros(dim.scale, dim.taps, dim.kernel, dtype=w.dtype, device=w.device)
+        for a in range(dim.scale):
+            for t in range(dim.kernel):
+                fold[a, dim.tap(a, t), t] = 1
+        axis = out.dim() - len(op.dims()) + d  # this dim's tap axis (phases are prepended)
+        out = torch.tensordot(out, fold, dims=([axis], [2]))  # [..., phase, phase tap] at the end
+        out = out.movedim(-2, d).movedim(-1, axis + 1)
+    phases = out.shape[: len(op.dims())]
+    return out.reshape(-1, *out.shape[len(phases) + 1:]).contiguous()
+
+
+@impl(tsr.PolyphaseInterleaveOp)
+def _polyphase_interleave(op, env, c):
+    scales, shifts = ints(op.scales), op.dim_shifts()
+    out_shape = shape_of(op.result.type)
+    out = c.new_empty(out_shape)
+    channels = out_shape[1]
+    for p, phase in enumerate(itertools.product(*(range(s) for s in scales))):
+        dst = [slice(None), slice(None)] + [slice(a, None, s) for a, s in zip(phase, scales)]
+        src = [slice(None), slice(p * channels, (p + 1) * channels)] + [
+            slice(sh[a], sh[a] + n // s) for a, s, sh, n in zip(phase, scales, shifts, out_shape[2:])]
+        out[tuple(dst)] = c[tuple(src)]
+    return out
 
 
 @impl(tsr.AtenCallOp)

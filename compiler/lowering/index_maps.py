@@ -8,6 +8,7 @@ every function takes the result index and returns the operand index.
     slice dim=1 start=1 step=2:  (i, j)    -> (i, 1 + 2*j)
     pad low=[2] high=[0]:        (i)       -> (clamp(i - 2)), in bounds iff i - 2 >= 0
     upsample nearest 16 -> 32:   (..., h)  -> (..., h / 2)
+    polyphase interleave 2x:     (n, c, y) -> (n, (y % 2)*C + c, y / 2 + y % 2)
 
 ``tsr.relayout`` and ``tsr.convert`` are the identity map: a relayout changes
 only the strides the loads and stores use.
@@ -21,6 +22,8 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, f32, i64
 from xdsl.ir import SSAValue
+
+from tessera.dialects.tsr.ops_nn import aten_nearest_step, nearest_sources
 
 from .kernel_builder import KernelBuilder
 
@@ -99,13 +102,6 @@ def pad(kb: KernelBuilder, idx: Index, low: Sequence[int], high: Sequence[int],
     return tuple(out), cond
 
 
-def _aten_scale(n_in: int, n_out: int, scale: float | None) -> np.float32:
-    """ATen's ``compute_scales_value<float>``: the source step per output index."""
-    if scale is not None and scale > 0:
-        return np.float32(1.0 / scale)
-    return np.float32(n_in) / np.float32(n_out)
-
-
 def nearest_source(kb: KernelBuilder, i: SSAValue, n_in: int, n_out: int, scale: float | None) -> SSAValue:
     """ATen's ``nearest_idx``: ``min(floor(i * step), n_in - 1)`` with ``step``
     an f32, as integer division where that is exactly the same for every ``i``."""
@@ -113,8 +109,8 @@ def nearest_source(kb: KernelBuilder, i: SSAValue, n_in: int, n_out: int, scale:
         return i
     if n_out == 2 * n_in:
         return kb.div(i, 2)
-    step = _aten_scale(n_in, n_out, scale)
-    exact = np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * step).astype(np.int64), n_in - 1)
+    step = aten_nearest_step(n_in, n_out, scale)
+    exact = nearest_sources(n_in, n_out, scale)
     if n_out % n_in == 0 and np.array_equal(exact, np.arange(n_out) // (n_out // n_in)):
         return kb.div(i, n_out // n_in)
     if n_in % n_out == 0 and np.array_equal(exact, np.arange(n_out) * (n_in // n_out)):
@@ -133,6 +129,22 @@ def upsample_nearest(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Seq
     for k, d in enumerate(range(2, len(src))):
         out.append(nearest_source(kb, idx[d], src[d], dst[d], scales[k] if scales else None))
     return tuple(out)
+
+
+def polyphase_interleave(kb: KernelBuilder, idx: Index, scales: Sequence[int], shifts: Sequence[Sequence[int]],
+                         channels: int) -> Index:
+    """``tsr.polyphase_interleave``: output ``(n, c, s*i + a, ...)`` reads
+    ``(n, phase(a...)*channels + c, i + shift(a), ...)``."""
+    phase, out = kb.index(0), []
+    for y, s, sh in zip(idx[2:], scales, shifts):
+        a, i = (kb.rem(y, s), kb.div(y, s)) if s > 1 else (kb.index(0), y)
+        phase = kb.add(kb.mul(phase, s), a) if s > 1 else phase
+        shift = kb.index(sh[-1])
+        for k in range(s - 2, -1, -1):  # shift(a) as a chain of selects (s is small)
+            if sh[k] != sh[-1]:
+                shift = kb.select(kb.cmp("eq", a, k), kb.index(sh[k]), shift)
+        out.append(kb.add(i, shift) if any(sh) else i)
+    return (idx[0], kb.add(kb.mul(phase, channels), idx[1]), *out)
 
 
 def concat_offsets(sizes: Sequence[int]) -> list[int]:

@@ -15,6 +15,7 @@ from .ops_elementwise import ELEMENTWISE_OPS
 from .ops_fused import FUSED_OPS, FusedOp, LaunchOp, YieldOp
 from .ops_nn import *  # noqa: F403
 from .ops_nn import NN_OPS
+from .ops_polyphase import POLYPHASE_OPS, PolyphaseDim, PolyphaseInterleaveOp, PolyphaseWeightOp
 from .ops_shape import *  # noqa: F403
 from .ops_shape import SHAPE_OPS
 
@@ -22,6 +23,6 @@ CORE_OPS = (ConstantOp, ConvertOp, RelayoutOp, AtenCallOp)
 
 TSR = Dialect(
     "tsr",
-    [*CORE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *FUSED_OPS],
+    [*CORE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *POLYPHASE_OPS, *FUSED_OPS],
     [LayoutAttr, OperandRefAttr, TorchEnumAttr],
 )

@@ -6,7 +6,8 @@ the layout passes may change its result layout freely (``fuse-relayouts``)
 and let it read any operand layout. A *library op* (a convolution or GEMM
 through oneDNN/cuDNN, an ATen fallback) gets and gives the layouts its types
 name, and the library decides what it can take: relayouts before and after it
-are real work.
+are real work. ``tsr.polyphase_weight`` is a host op too: a weight transform
+run once per weight version (``compiler/weight_preparation.py``).
 
     %y = tsr.silu %x : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>  // kernel op
     %c = tsr.conv %y, %w : (...) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>                                  // library op
@@ -19,6 +20,7 @@ from xdsl.ir import Operation
 from .ops_core import AtenCallOp, ConvertOp, RelayoutOp
 from .ops_elementwise import ELEMENTWISE_OPS
 from .ops_nn import REDUCTION_OPS, AddmmOp, BmmOp, ConvOp, IntMmOp, MatmulOp, ScaledIntMmOp, UpsampleOp
+from .ops_polyphase import PolyphaseInterleaveOp, PolyphaseWeightOp
 from .ops_shape import ConcatOp, ExpandOp, PadOp, PermuteOp, ReshapeOp, SliceOp
 
 KERNEL_OPS: tuple[type[Operation], ...] = (
@@ -32,9 +34,11 @@ KERNEL_OPS: tuple[type[Operation], ...] = (
     SliceOp,
     ConcatOp,
     UpsampleOp,
+    PolyphaseInterleaveOp,
     *REDUCTION_OPS,
 )
-LIBRARY_OPS: tuple[type[Operation], ...] = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, ScaledIntMmOp, AtenCallOp)
+LIBRARY_OPS: tuple[type[Operation], ...] = (ConvOp, MatmulOp, BmmOp, AddmmOp, IntMmOp, ScaledIntMmOp, AtenCallOp,
+                                           PolyphaseWeightOp)
 
 
 def is_kernel_op(op: Operation) -> bool:

@@ -3,6 +3,7 @@ matrix products, the int8 GEMM, reductions and upsampling."""
 
 from __future__ import annotations
 
+import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -331,6 +332,20 @@ class ScaledIntMmOp(IRDLOperation):
         expect_shape(shape_of(self.result.type), (m, n), "result")
 
 
+def aten_nearest_step(n_in: int, n_out: int, scale: float | None) -> np.float32:
+    """ATen's ``compute_scales_value<float>``: the source step per output index."""
+    if scale is not None and scale > 0:
+        return np.float32(1.0 / scale)
+    return np.float32(n_in) / np.float32(n_out)
+
+
+def nearest_sources(n_in: int, n_out: int, scale: float | None) -> np.ndarray:
+    """ATen's ``nearest_idx`` for every output index: ``min(floor(i * step), n_in - 1)``
+    with ``step`` an f32."""
+    step = aten_nearest_step(n_in, n_out, scale)
+    return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * step).astype(np.int64), n_in - 1)
+
+
 @irdl_op_definition
 class UpsampleOp(IRDLOperation):
     """Spatial upsampling (nearest, or bilinear for 2-D) to the result's shape.
@@ -350,6 +365,21 @@ class UpsampleOp(IRDLOperation):
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def repeats(self) -> list[int] | None:
+        """Nearest mode where each spatial dim repeats every element a whole
+        number of times (``y -> y // r``, exactly as ATen's float index math
+        gives it): the repeat counts; else None."""
+        if self.mode.data != "nearest":
+            return None
+        x, y = shape_of(self.input.type)[2:], shape_of(self.result.type)[2:]
+        scales = list(self.scales.get_values()) if self.scales is not None else [None] * len(x)
+        out = []
+        for n_in, n_out, scale in zip(x, y, scales):
+            if n_out % n_in or not np.array_equal(nearest_sources(n_in, n_out, scale), np.arange(n_out) // (n_out // n_in)):
+                return None
+            out.append(n_out // n_in)
+        return out
 
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], self.name)

@@ -1,0 +1,187 @@
+"""Polyphase convolution: a convolution of a nearest-upsampled tensor, computed
+on the tensor before upsampling (``passes/fold_upsample_into_conv.py``).
+
+Upsampling by ``s`` repeats each input element ``s`` times, so the output
+positions ``y = s*i + a`` of one *phase* ``a`` all see the same input rows
+through the same summed taps: a 3-tap kernel after a 2x upsample is a 2-tap
+kernel per phase, and all phases together are one convolution with ``s``
+times the output channels on the small input (2.25x fewer FLOPs in 2-D,
+no upsampled tensor), followed by an interleave of the phases:
+
+    %u = tsr.upsample %x {mode = "nearest"} : (tensor<1x64x32x32xf32>) -> tensor<1x64x64x64xf32>
+    %y = tsr.conv %u, %w, %b {padding = array<i64: 1, 1>, ...} -> tensor<1x64x64x64xf32>
+    // becomes
+    %xp = tsr.pad %x, %zero {low = array<i64: 0, 0, 1, 1>, high = array<i64: 0, 0, 1, 1>}
+    %wp = tsr.polyphase_weight %w {scales = array<i64: 2, 2>, padding = array<i64: 1, 1>}
+          : (tensor<64x64x3x3xf32>) -> tensor<256x64x2x2xf32>
+    %c  = tsr.conv %xp, %wp, %bp {padding = array<i64: 0, 0>, ...} -> tensor<1x256x33x33xf32>
+    %y  = tsr.polyphase_interleave %c {scales = array<i64: 2, 2>, shifts = array<i64: 0, 1, 0, 1>}
+          : (tensor<1x256x33x33xf32>) -> tensor<1x64x64x64xf32>
+
+:class:`PolyphaseDim` holds the arithmetic of one spatial dim, shared by the
+pass, the verifiers, the interpreter and the kernel lowering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from .shapes import check_values_layouts, expect_rank, expect_same_elem, expect_shape, ints, numel, shape_of
+
+I64Array = DenseArrayBase.constr(i64)
+
+
+@dataclass(frozen=True)
+class PolyphaseDim:
+    """One spatial dim of ``conv(upsample(x, scale), kernel, padding)`` with
+    ``2*padding == kernel - 1`` (the output has the upsampled size).
+
+    Output ``y = scale*i + a`` reads upsampled rows ``y - padding + t`` for taps
+    ``t < kernel``, i.e. input rows ``i + (a - padding + t) // scale``: phase
+    ``a`` has its first input row at offset ``first[a]`` and folds tap ``t``
+    into its tap ``(a - padding + t) // scale - first[a]``."""
+
+    scale: int
+    kernel: int
+    padding: int
+
+    @staticmethod
+    def supports(scale: int, kernel: int, padding: int) -> bool:
+        return scale >= 1 and kernel >= 1 and 2 * padding == kernel - 1
+
+    @cached_property
+    def first(self) -> tuple[int, ...]:
+        return tuple((a - self.padding) // self.scale for a in range(self.scale))
+
+    def tap(self, a: int, t: int) -> int:
+        """The phase-``a`` tap that original tap ``t`` folds into."""
+        return (a - self.padding + t) // self.scale - self.first[a]
+
+    @cached_property
+    def taps(self) -> int:
+        """The phase kernel's size (the largest over the phases)."""
+        return max(self.tap(a, self.kernel - 1) + 1 for a in range(self.scale))
+
+    @cached_property
+    def shifts(self) -> tuple[int, ...]:
+        """Where phase ``a``'s rows start in the polyphase conv's output."""
+        return tuple(f - self.first[0] for f in self.first)
+
+    def pads(self, n: int) -> tuple[int, int]:
+        """Low/high padding of an ``n``-long input for the polyphase conv."""
+        low = -self.first[0]
+        return low, self.conv_size(n) + self.taps - 1 - n - low
+
+    def conv_size(self, n: int) -> int:
+        """The polyphase conv's output length: every phase's ``n`` rows."""
+        return n + self.shifts[-1]
+
+
+def _i64s(values) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+@irdl_op_definition
+class PolyphaseWeightOp(IRDLOperation):
+    """The weight of the polyphase conv: for each phase (row-major over the
+    spatial dims, then output channel) the sum of the taps that read the same
+    input element. ``[C_out, C_in, k...] -> [P*C_out, C_in, taps...]``.
+
+        %wp = tsr.polyphase_weight %w {scales = array<i64: 1, 2, 2>, padding = array<i64: 1, 1, 1>}
+              : (tensor<64x64x3x3x3xf32>) -> tensor<256x64x3x2x2xf32>
+    """
+
+    name = "tsr.polyphase_weight"
+    input = operand_def(TensorType)
+    scales = prop_def(I64Array)
+    padding = prop_def(I64Array)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def dims(self) -> list[PolyphaseDim]:
+        kernel = shape_of(self.input.type)[2:]
+        return [PolyphaseDim(s, k, p) for s, k, p in zip(ints(self.scales), kernel, ints(self.padding))]
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], self.name)
+        expect_rank(self.input.type, (3, 4, 5), "weight")
+        w = shape_of(self.input.type)
+        for what, arr in (("scales", self.scales), ("padding", self.padding)):
+            if len(ints(arr)) != len(w) - 2:
+                raise VerifyException(f"{what} needs {len(w) - 2} entries")
+        for s, k, p in zip(ints(self.scales), w[2:], ints(self.padding)):
+            if not PolyphaseDim.supports(s, k, p):
+                raise VerifyException(f"scale {s}, kernel {k}, padding {p}: needs scale >= 1 and 2*padding == kernel-1")
+        dims = self.dims()
+        expect_same_elem(self.input.type, self.result.type, self.name)
+        phases = numel([d.scale for d in dims])
+        expect_shape(shape_of(self.result.type), [phases * w[0], w[1], *(d.taps for d in dims)], "result")
+
+
+@irdl_op_definition
+class PolyphaseInterleaveOp(IRDLOperation):
+    """Interleaves the phases of a polyphase conv's output into the upsampled
+    grid: ``out[n, c, s*i + a] = in[n, phase(a)*C + c, i + shift(a)]`` per
+    spatial dim, with ``shifts`` listing each dim's ``scale`` shifts in turn.
+
+        %y = tsr.polyphase_interleave %c {scales = array<i64: 1, 2, 2>, shifts = array<i64: 0, 0, 1, 0, 1>}
+             : (tensor<1x256x4x33x33xf32>) -> tensor<1x64x4x64x64xf32>
+    """
+
+    name = "tsr.polyphase_interleave"
+    input = operand_def(TensorType)
+    scales = prop_def(I64Array)
+    shifts = prop_def(I64Array)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def dim_shifts(self) -> list[tuple[int, ...]]:
+        """Each spatial dim's shifts, one per phase."""
+        flat, out = ints(self.shifts), []
+        for s in ints(self.scales):
+            out.append(tuple(flat[:s]))
+            flat = flat[s:]
+        return out
+
+    def verify_(self) -> None:
+        check_values_layouts([self.input, self.result], self.name)
+        expect_rank(self.input.type, (3, 4, 5), "input")
+        x, y = shape_of(self.input.type), shape_of(self.result.type)
+        scales = ints(self.scales)
+        if len(scales) != len(x) - 2 or any(s < 1 for s in scales):
+            raise VerifyException(f"scales needs {len(x) - 2} entries >= 1")
+        if len(ints(self.shifts)) != sum(scales):
+            raise VerifyException(f"shifts needs {sum(scales)} entries (one per phase of each dim)")
+        phases = numel(scales)
+        if x[1] % phases:
+            raise VerifyException(f"{x[1]} input channels do not split into {phases} phases")
+        expect_same_elem(self.input.type, self.result.type, self.name)
+        if len(y) != len(x) or y[0] != x[0] or y[1] != x[1] // phases:
+            raise VerifyException(f"result {list(y)} must be batch {x[0]}, {x[1] // phases} channels")
+        for d, (s, shifts) in enumerate(zip(scales, self.dim_shifts())):
+            n, q = y[2 + d], x[2 + d]
+            if n % s:
+                raise VerifyException(f"result dim {2 + d} ({n}) is not a multiple of its scale {s}")
+            if min(shifts) < 0 or n // s - 1 + max(shifts) >= q:
+                raise VerifyException(f"shifts {list(shifts)} read outside input dim {2 + d} of size {q}")
+
+
+POLYPHASE_OPS = (PolyphaseWeightOp, PolyphaseInterleaveOp)

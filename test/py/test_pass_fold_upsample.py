@@ -1,0 +1,119 @@
+"""``fold-upsample-into-conv``: a conv of a nearest-upsampled tensor becomes a
+polyphase conv of the small tensor, with the same results (interpreted before
+and after, and compiled end to end against eager), and its weight prepared
+once per parameter version."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tessera.compiler import weight_cache
+from tessera.dialects import tsr
+from tessera.dialects.tsr.ops_polyphase import PolyphaseDim
+
+from pass_testing import check_pass, parse, tensor_type
+
+SPEC = "fold-upsample-into-conv"
+
+
+def module(x: tuple[int, ...], up: tuple[int, ...], k: tuple[int, ...], padding: tuple[int, ...],
+           cout: int = 5, stride: int = 1, bias: bool = True) -> str:
+    nsp = len(x) - 2
+    w = (cout, x[1], *k)
+    out = [x[0], cout, *((u + 2 * p - kk) // stride + 1 for u, p, kk in zip(up[2:], padding, k))]
+    arr = lambda vals: "array<i64: " + ", ".join(map(str, vals)) + ">"  # noqa: E731
+    b_arg = f", %b: {tensor_type([cout])}" if bias else ""
+    b_use = ", %b" if bias else ""
+    b_ty = f", {tensor_type([cout])}" if bias else ""
+    return f"""
+func.func @forward(%x: {tensor_type(x)}, %w: {tensor_type(w)}{b_arg}) -> {tensor_type(out)} {{
+  %u = tsr.upsample %x {{mode = "nearest"}} : ({tensor_type(x)}) -> {tensor_type(up)}
+  %y = tsr.conv %u, %w{b_use} {{stride = {arr([stride] * nsp)}, padding = {arr(padding)}, dilation = {arr([1] * nsp)}, groups = 1 : i64}}
+       : ({tensor_type(up)}, {tensor_type(w)}{b_ty}) -> {tensor_type(out)}
+  func.return %y : {tensor_type(out)}
+}}"""
+
+
+def ops(m, cls):
+    return [op for op in m.walk() if isinstance(op, cls)]
+
+
+@pytest.mark.parametrize("x, up, k, padding, bias", [
+    ((1, 3, 5, 6), (1, 3, 10, 12), (3, 3), (1, 1), True),          # 2x, odd channels
+    ((2, 4, 3, 4, 5), (2, 4, 3, 8, 10), (3, 3, 3), (1, 1, 1), True),  # video VAE: time kept, H/W doubled
+    ((1, 2, 2, 3, 3), (1, 2, 4, 6, 6), (3, 3, 3), (1, 1, 1), False),  # all three dims doubled, no bias
+    ((1, 3, 4, 4), (1, 3, 12, 8), (5, 3), (2, 1), True),             # 3x in H with a 5-tap kernel
+    ((1, 2, 7), (1, 2, 14), (3,), (1,), True),                       # 1-D
+])
+def test_polyphase_conv_matches(x, up, k, padding, bias):
+    before = parse(module(x, up, k, padding, bias=bias))
+    after = check_pass(before, SPEC)
+    assert not ops(after, tsr.UpsampleOp)
+    (conv,) = ops(after, tsr.ConvOp)
+    assert len(ops(after, tsr.PolyphaseInterleaveOp)) == 1
+    dims = [PolyphaseDim(u // n, kk, p) for u, n, kk, p in zip(up[2:], x[2:], k, padding)]
+    assert list(conv.weight.type.get_shape())[2:] == [d.taps for d in dims]
+
+
+@pytest.mark.parametrize("x, up, k, padding, stride", [
+    ((1, 3, 5, 6), (1, 3, 10, 12), (1, 1), (0, 0), 1),  # 1x1: no fewer FLOPs
+    ((1, 3, 5, 6), (1, 3, 10, 12), (3, 3), (1, 1), 2),  # strided
+    ((1, 3, 5, 6), (1, 3, 10, 12), (3, 3), (0, 0), 1),  # output smaller than the upsampled size
+])
+def test_stays_where_it_does_not_apply(x, up, k, padding, stride):
+    after = check_pass(parse(module(x, up, k, padding, stride=stride)), SPEC)
+    assert ops(after, tsr.UpsampleOp) and not ops(after, tsr.PolyphaseInterleaveOp)
+
+
+def test_phase_arithmetic():
+    d = PolyphaseDim(2, 3, 1)  # a 3x3 conv after a 2x upsample: 2 taps per phase
+    assert (d.first, d.taps, d.shifts, d.pads(32), d.conv_size(32)) == ((-1, 0), 2, (0, 1), (1, 1), 33)
+    assert [[d.tap(a, t) for t in range(3)] for a in range(2)] == [[0, 1, 1], [0, 0, 1]]
+    plain = PolyphaseDim(1, 3, 1)  # no upsampling: the conv as it was
+    assert (plain.taps, plain.pads(4), plain.conv_size(4)) == (3, (1, 1), 4)
+    assert not PolyphaseDim.supports(2, 3, 0)
+
+
+class UpConv(nn.Module):
+    def __init__(self, conv: nn.Module, scale):
+        super().__init__()
+        self.conv, self.scale = conv, scale
+
+    def forward(self, x):
+        return self.conv(F.interpolate(torch.relu(x), scale_factor=self.scale, mode="nearest"))
+
+
+@pytest.mark.parametrize("conv, scale, shape", [
+    (nn.Conv2d(6, 8, 3, padding=1), 2.0, (2, 6, 7, 5)),
+    (nn.Conv3d(4, 4, 3, padding=1), (1.0, 2.0, 2.0), (1, 4, 3, 6, 6)),
+])
+def test_compiled_matches_eager_and_prepares_once(conv, scale, shape, monkeypatch):
+    computed = {"n": 0}
+    original = weight_cache.PerVersion.__call__
+
+    def counting(self, *ts):
+        before = self.packs
+        out = original(self, *ts)
+        if type(self) is weight_cache.PerVersion:  # the prepared polyphase weight and bias, not a packing
+            computed["n"] += self.packs - before
+        return out
+
+    monkeypatch.setattr(weight_cache.PerVersion, "__call__", counting)
+    torch.manual_seed(0)
+    model = UpConv(conv, scale).eval()
+    x = torch.randn(shape)
+    compiled = torch.compile(model, backend="tessera")
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        once = computed["n"]
+        assert once == 1
+        conv.weight.mul_(-0.5)  # an in-place update: prepared and packed again, still right
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        assert computed["n"] > once
+        again = computed["n"]
+        compiled(x)
+        assert computed["n"] == again
