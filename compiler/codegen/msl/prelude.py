@@ -10,7 +10,7 @@ They use comparisons, ``+`` and explicit casts only, so they compile for
 
 from __future__ import annotations
 
-from tessera.compiler.codegen.expand_math import ERF_SMALL, ERFC_LARGE
+from tessera.compiler.codegen.expand_math import ERF_CLAMP, ERF_SMALL, ERFC_LARGE
 from tessera.compiler.codegen.msl.types import float_literal
 
 HEADER = """\
@@ -65,7 +65,7 @@ template <typename T> inline T tsr_ceildiv(T a, T b) {
   return (r != 0 && ((r < 0) == (b < 0))) ? static_cast<T>(q + 1) : q;
 }""",
     # The x86 emitter's erf (compiler/codegen/expand_math.py): a polynomial below 1,
-    # 1 - exp(-x^2) * P(1/x) above; Metal's library has no erf.
+    # 1 - (c - a) * P(a - 2) above, a = min(|x|, c); Metal's library has no erf.
     "tsr_erf": f"""\
 inline float tsr_erf(float x) {{
   const float a = metal::fabs(x);
@@ -73,10 +73,9 @@ inline float tsr_erf(float x) {{
     const float s = x * x;
     return metal::fma(x, {_horner("s", ERF_SMALL)}, x);
   }}
-  const float c = (a > 4.0f) ? 4.0f : a;  // NaN stays NaN
-  const float r = 1.0f / c;
-  const float tail = metal::precise::exp(-(c * c)) * ({_horner("r", ERFC_LARGE)});
-  return metal::copysign(1.0f - tail, x);
+  const float c = (a > {float_literal(ERF_CLAMP)}) ? {float_literal(ERF_CLAMP)} : a;  // NaN stays NaN
+  const float s = c - 2.0f;
+  return metal::copysign(metal::fma(c - {float_literal(ERF_CLAMP)}, {_horner("s", ERFC_LARGE)}, 1.0f), x);
 }}""",
 }
 
