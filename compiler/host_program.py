@@ -24,6 +24,7 @@ should leave none).
 from __future__ import annotations
 
 import collections
+import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from tessera.runtime.program import Alloc, Call, Launch, Program
 
 from .errors import TesseraError
 from .interpreter import find_function
-from .interpreter.impls import IMPLS, scalar_value
+from .interpreter.impls import IMPLS, conv_activation, scalar_value
 from .ir_io import op_location
 from .weight_cache import PackedWeight, PerVersion
 from .weight_preparation import weight_preparation
@@ -65,6 +66,10 @@ class HostProgram:
         return self.program.run(*tensors)
 
 
+ONEDNN_ACTIVATIONS = {None: "none", "relu": "relu", "silu": "swish"}
+"""``tsr.conv``'s activations as oneDNN post-op names (``mkldnn._convolution_pointwise``)."""
+
+
 class OneDnnConv:
     """oneDNN's convolution for one ``tsr.conv``, in the layout the passes chose.
 
@@ -75,12 +80,15 @@ class OneDnnConv:
     channels-last whatever the input, so a contiguous conv takes the plain
     ``mkldnn_convolution`` instead (weight reordered per call: the call
     ``bench/conv_layouts.py`` measures for the layout cost model), which
-    returns the contiguous result its type names. Tensors oneDNN does not
-    take, and autograd, go through ATen's dispatch."""
+    returns the contiguous result its type names. The op's activation is a
+    oneDNN post-op on the packed call, else applied after the conv. Tensors
+    oneDNN does not take, and autograd, go through ATen's dispatch."""
 
     def __init__(self, op: tsr.ConvOp):
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
+        self.activation = ONEDNN_ACTIVATIONS[op.activation_name()]
+        self.after = functools.partial(conv_activation, op)
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
@@ -90,12 +98,13 @@ class OneDnnConv:
     def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
         if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
                 and not torch.is_grad_enabled()):
-            if self.packed:
+            if self.packed:  # the activation as a oneDNN post-op: applied before the result is stored
                 return torch.ops.mkldnn._convolution_pointwise(
-                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, "none", [], "")
-            return torch.ops.aten.mkldnn_convolution(x, w, b, self.padding, self.stride, self.dilation, self.groups)
-        return torch.ops.aten.convolution(x, w, b, self.stride, self.padding, self.dilation, False,
-                                          [0] * len(self.stride), self.groups)
+                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation, [], "")
+            return self.after(torch.ops.aten.mkldnn_convolution(x, w, b, self.padding, self.stride, self.dilation,
+                                                                self.groups))
+        return self.after(torch.ops.aten.convolution(x, w, b, self.stride, self.padding, self.dilation, False,
+                                                     [0] * len(self.stride), self.groups))
 
 
 class AtenConv:
@@ -104,10 +113,11 @@ class AtenConv:
     def __init__(self, op: tsr.ConvOp):
         self.args = (ints(op.stride), ints(op.padding), ints(op.dilation), False, [0] * len(ints(op.stride)),
                      op.groups.value.data)
+        self.after = functools.partial(conv_activation, op)
         self.__name__ = "aten_conv"
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        return torch.ops.aten.convolution(x, w, b, *self.args)
+        return self.after(torch.ops.aten.convolution(x, w, b, *self.args))
 
 
 class Int8Gemm:

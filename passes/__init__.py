@@ -14,26 +14,30 @@ from .cancel_relayouts import CancelRelayouts
 from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
+from .fold_affine_into_conv import FoldAffineIntoConv
 from .fold_upsample_into_conv import FoldUpsampleIntoConv
+from .fuse_conv_epilogues import FuseConvEpilogues
 from .fuse_int_mm_epilogues import FuseIntMmEpilogues
 from .fuse_kernels import FuseKernels
 from .fuse_relayouts import FuseRelayouts
 from .hoist_relayouts import HoistRelayouts
 
 PASSES: dict[str, type[ModulePass]] = {
-    p.name: p for p in (Cse, Dce, CastConstants, FoldUpsampleIntoConv, AssignLayouts, HoistRelayouts, CancelRelayouts, FuseRelayouts,
-                        FuseIntMmEpilogues, FuseKernels)
+    p.name: p for p in (Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts, HoistRelayouts,
+                        CancelRelayouts, FuseRelayouts, FuseConvEpilogues, FuseIntMmEpilogues, FuseKernels)
 }
 
 
 def _graph_pipeline(target: str, constant_policy: str) -> tuple[str, ...]:
-    """Typed constants; convolutions of upsampled tensors computed before the
-    upsample (polyphase); each conv's layout from the target's cost model; the
+    """Typed constants; per-channel affines (an eval BatchNorm) folded into
+    the conv before them; convolutions of upsampled tensors computed before
+    the upsample (polyphase); each conv's layout from the target's cost model; the
     relayouts that makes hoisted toward producers and inputs (cse merges the
     copies that meet), cancelled in pairs, and fused into the kernels that
     write or read the data; then dead code goes."""
     return (
         f"cast-constants{{policy={constant_policy}}}",
+        "fold-affine-into-conv",
         "fold-upsample-into-conv",
         f"assign-layouts{{target={target}}}",
         "hoist-relayouts",
@@ -55,4 +59,4 @@ PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, po
 
 # The fusion step (between `graph-opt` and `fused`): library ops take the epilogues
 # they compute themselves, then the remaining pointwise/reduction groups become kernels.
-FUSION_PIPELINE: tuple[str, ...] = ("fuse-int-mm-epilogues", "dce", "fuse-kernels")
+FUSION_PIPELINE: tuple[str, ...] = ("fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")

@@ -170,10 +170,19 @@ def _concat(op, env, *xs):
 
 @impl(tsr.ConvOp)
 def _conv(op, env, x, w, b=None):
-    return torch.ops.aten.convolution(
+    y = torch.ops.aten.convolution(
         x, w, b, list(ints(op.stride)), list(ints(op.padding)), list(ints(op.dilation)),
         False, [0] * (x.dim() - 2), op.groups.value.data,
     )
+    return conv_activation(op, y)
+
+
+CONV_ACTIVATION_FNS = {None: lambda y: y, "relu": torch.relu, "silu": F.silu}
+
+
+def conv_activation(op, y: torch.Tensor) -> torch.Tensor:
+    """A ``tsr.conv``'s activation applied to its convolution ``y``."""
+    return CONV_ACTIVATION_FNS[op.activation_name()](y)
 
 
 def _reduce_args(op) -> tuple[list[int], bool]:

@@ -48,13 +48,19 @@ I64Array = DenseArrayBase.constr(i64)
 F64Array = DenseArrayBase.constr(f64)
 
 
+CONV_ACTIVATIONS = ("relu", "silu")
+"""The activations a ``tsr.conv`` may apply to its result."""
+
+
 @irdl_op_definition
 class ConvOp(IRDLOperation):
-    """Convolution, 1-D to 3-D (rank 3 to 5), with optional bias. The weight is
-    ``[C_out, C_in/groups, k...]`` logically, whatever its layout.
+    """Convolution, 1-D to 3-D (rank 3 to 5), with optional bias and an optional
+    activation applied to its result (``fuse-conv-epilogues`` puts it there;
+    the library or kernel computing the conv applies it before storing). The
+    weight is ``[C_out, C_in/groups, k...]`` logically, whatever its layout.
 
         %y = tsr.conv %x, %w, %b {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>,
-               dilation = array<i64: 1, 1, 1>, groups = 1 : i64}
+               dilation = array<i64: 1, 1, 1>, groups = 1 : i64, activation = "relu"}
              : (tensor<1x64x6x34x34xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>, tensor<64xf32>)
             -> tensor<1x64x4x32x32xf32, #tsr.layout<ndhwc>>
     """
@@ -67,13 +73,19 @@ class ConvOp(IRDLOperation):
     padding = prop_def(I64Array)
     dilation = prop_def(I64Array)
     groups = prop_def(IntegerAttr)
+    activation = opt_prop_def(StringAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
+    def activation_name(self) -> str | None:
+        return self.activation.data if self.activation is not None else None
+
     def verify_(self) -> None:
         check_values_layouts(list(self.operands) + [self.result], "conv")
+        if self.activation_name() not in (None, *CONV_ACTIVATIONS):
+            raise VerifyException(f"activation must be one of {', '.join(CONV_ACTIVATIONS)}, got \"{self.activation_name()}\"")
         x, w = shape_of(self.input.type), shape_of(self.weight.type)
         expect_rank(self.input.type, (3, 4, 5), "input")
         if len(w) != len(x):

@@ -61,6 +61,40 @@ def _fresh_dynamo():
 
 
 # -- random inputs ---------------------------------------------------------------------
+def _counting(monkeypatch, cls, counted) -> dict:
+    """Counts how often instances of ``cls`` (a ``weight_cache`` class) compute
+    their value; ``counted(instance)`` picks which instances count."""
+    count = {"n": 0}
+    original = cls.__call__
+
+    def call(self, *tensors):
+        before = self.packs
+        out = original(self, *tensors)
+        if counted(self):
+            count["n"] += self.packs - before
+        return out
+
+    monkeypatch.setattr(cls, "__call__", call)
+    return count
+
+
+@pytest.fixture
+def pack_count(monkeypatch):
+    """``{"n": ...}``: the weight packings of every ``PackedWeight`` (conv and int8 GEMM weights)."""
+    from tessera.compiler import weight_cache
+
+    return _counting(monkeypatch, weight_cache.PackedWeight, lambda _: True)
+
+
+@pytest.fixture
+def prepare_count(monkeypatch):
+    """``{"n": ...}``: how often a host program prepared weights from parameters
+    (``weight_preparation``), packings not counted."""
+    from tessera.compiler import weight_cache
+
+    return _counting(monkeypatch, weight_cache.PerVersion, lambda c: type(c) is weight_cache.PerVersion)
+
+
 def random_tensor(shape: Sequence[int], dtype: torch.dtype, strides: Sequence[int] | None = None,
                   gen: torch.Generator | None = None, positive: bool = False) -> torch.Tensor:
     """A random (never all-zero) tensor of ``shape``/``dtype`` with ``strides``.

@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tessera.compiler import weight_cache
 from tessera.dialects import tsr
 from tessera.dialects.tsr.ops_polyphase import PolyphaseDim
 
@@ -90,18 +89,7 @@ class UpConv(nn.Module):
     (nn.Conv2d(6, 8, 3, padding=1), 2.0, (2, 6, 7, 5)),
     (nn.Conv3d(4, 4, 3, padding=1), (1.0, 2.0, 2.0), (1, 4, 3, 6, 6)),
 ])
-def test_compiled_matches_eager_and_prepares_once(conv, scale, shape, monkeypatch):
-    computed = {"n": 0}
-    original = weight_cache.PerVersion.__call__
-
-    def counting(self, *ts):
-        before = self.packs
-        out = original(self, *ts)
-        if type(self) is weight_cache.PerVersion:  # the prepared polyphase weight and bias, not a packing
-            computed["n"] += self.packs - before
-        return out
-
-    monkeypatch.setattr(weight_cache.PerVersion, "__call__", counting)
+def test_compiled_matches_eager_and_prepares_once(conv, scale, shape, prepare_count):
     torch.manual_seed(0)
     model = UpConv(conv, scale).eval()
     x = torch.randn(shape)
@@ -109,11 +97,11 @@ def test_compiled_matches_eager_and_prepares_once(conv, scale, shape, monkeypatc
     with torch.no_grad():
         for _ in range(3):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-        once = computed["n"]
+        once = prepare_count["n"]
         assert once == 1
         conv.weight.mul_(-0.5)  # an in-place update: prepared and packed again, still right
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-        assert computed["n"] > once
-        again = computed["n"]
+        assert prepare_count["n"] > once
+        again = prepare_count["n"]
         compiled(x)
-        assert computed["n"] == again
+        assert prepare_count["n"] == again

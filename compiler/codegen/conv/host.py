@@ -50,7 +50,9 @@ class TesseraConv:
         self.stride, self.padding, self.dilation = ints(op.stride), ints(op.padding), ints(op.dilation)
         self.groups = op.groups.value.data
         self.spec = ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), self.stride, self.padding, self.dilation,
-                             self.groups, bias=op.bias is not None, isa=_host_isa() or "avx2")
+                             self.groups, bias=op.bias is not None, activation=op.activation_name() or "none",
+                             isa=_host_isa() or "avx2")
+        self.activation = op.activation_name() or "none"
         self.strides = channels_last_strides(self.spec.input_shape())
         self.weight = PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), self.spec))
         self.library = library
@@ -63,8 +65,8 @@ class TesseraConv:
     def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
         if not self._takes(x, w):
             return self.library(x, w, b)
-        return conv_channels_last(x, self.weight(w), b, stride=self.stride, padding=self.padding,
-                                  dilation=self.dilation, groups=self.groups)
+        return conv_channels_last(x, self.weight(w), b, activation=self.activation, stride=self.stride,
+                                  padding=self.padding, dilation=self.dilation, groups=self.groups)
 
 
 def tessera_or_library_conv(op: tsr.ConvOp, library: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

@@ -11,15 +11,17 @@
 // CHECK-NEXT: {{^}}cast-constants {{ *}}``cast-constants``:
 // CHECK-NEXT: {{^}}cse {{ *}}``cse``: common subexpression elimination over pure ops.
 // CHECK-NEXT: {{^}}dce {{ *}}``dce``: removes pure ops whose results are unused.
+// CHECK-NEXT: {{^}}fold-affine-into-conv {{ *}}``fold-affine-into-conv``: a per-output-channel scale or shift
 // CHECK-NEXT: {{^}}fold-upsample-into-conv {{ *}}``fold-upsample-into-conv``: a convolution of a nearest-upsampled tensor
+// CHECK-NEXT: {{^}}fuse-conv-epilogues {{ *}}``fuse-conv-epilogues``: an activation that is a convolution's only user
 // CHECK-NEXT: {{^}}fuse-int-mm-epilogues {{ *}}``fuse-int-mm-epilogues``: a quantized linear layer's int32 -> float epilogue
 // CHECK-NEXT: {{^}}fuse-kernels {{ *}}``fuse-kernels``:
 // CHECK-NEXT: {{^}}fuse-relayouts {{ *}}``fuse-relayouts``: a relayout that meets a kernel disappears into it.
 // CHECK-NEXT: {{^}}hoist-relayouts {{ *}}``hoist-relayouts``: moves each ``tsr.relayout``
 
 // One line: the pass specs, comma-separated; constants are typed first, then
-// upsample+conv pairs become polyphase convs, layouts are assigned, relayouts hoisted, cancelled and fused; cleanup last.
-// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},hoist-relayouts,cse,cancel-relayouts,fuse-relayouts,cse,dce{{$}}
+// per-channel affines fold into convs, upsample+conv pairs become polyphase convs, layouts are assigned, relayouts hoisted, cancelled and fused; cleanup last.
+// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},fold-affine-into-conv,fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},hoist-relayouts,cse,cancel-relayouts,fuse-relayouts,cse,dce{{$}}
 // PIPELINE-NOT: {{.}}
 
 // BAD: error: argument --pipeline: invalid choice: 'x87'
