@@ -51,10 +51,21 @@ class BackendOptions:
     """Compile kernels (x86 on CPU tensors, ptx on CUDA ones); ``False`` runs each graph through the reference interpreter."""
     features: str | None = None
     """CPU features to generate code for (``+avx2,+fma``), or the GPU's sm (``sm_90``); ``None``: this host's / the device's."""
+    disable: tuple[str, ...] = ()
+    """Graph passes to leave out of the target's pipeline (``("fold-upsample-into-conv",)``), to measure what one buys."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
             raise ValueError(f"tessera: unknown target '{self.target}', expected one of {sorted(PIPELINES)}")
+        object.__setattr__(self, "disable", tuple(self.disable))
+        unknown = sorted(set(self.disable) - {_pass_name(p) for p in PIPELINES[self.target]})
+        if unknown:
+            raise ValueError(f"tessera: cannot disable {unknown}: not in the {self.target} pipeline "
+                             f"({', '.join(_pass_name(p) for p in PIPELINES[self.target])})")
+
+    def pipeline(self) -> tuple[str, ...]:
+        """The target's graph pipeline without the disabled passes."""
+        return tuple(p for p in PIPELINES[self.target] if _pass_name(p) not in self.disable)
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> "BackendOptions":
@@ -64,6 +75,10 @@ class BackendOptions:
         if unknown:
             raise ValueError(f"tessera: unknown options {unknown}, expected some of {sorted(known)}")
         return cls(**options)
+
+
+def _pass_name(spec: str) -> str:
+    return spec.split("{", 1)[0]
 
 
 class GraphProgram:
@@ -124,7 +139,7 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     try:
         result = import_graph(gm)
         verify_module(result.module)
-        build_pipeline(PIPELINES[options.target]).apply(make_context(), result.module)
+        build_pipeline(options.pipeline()).apply(make_context(), result.module)
         verify_module(result.module)
     except Exception as e:  # noqa: BLE001 - any failure here must not reach the user's program
         log.warning("tessera: %s graph runs as ATen (not compiled): %s", kind, e)

@@ -105,3 +105,20 @@ def test_compiled_matches_eager_and_prepares_once(conv, scale, shape, prepare_co
         again = prepare_count["n"]
         compiled(x)
         assert prepare_count["n"] == again
+
+
+def test_backend_can_leave_the_pass_out(capsys):
+    from tessera.compiler.backend import BackendOptions
+
+    assert "fold-upsample-into-conv" in BackendOptions().pipeline()
+    assert "fold-upsample-into-conv" not in BackendOptions(disable=("fold-upsample-into-conv",)).pipeline()
+    with pytest.raises(ValueError, match="cannot disable"):
+        BackendOptions(disable=("fuse-everything",))
+    torch.manual_seed(0)
+    model = UpConv(nn.Conv2d(3, 4, 3, padding=1), 2.0).eval()
+    x = torch.randn(1, 3, 5, 5)
+    plain = torch.compile(model, backend="tessera", options={"disable": ["fold-upsample-into-conv"], "print_ir": True})
+    with torch.no_grad():
+        torch.testing.assert_close(plain(x), model(x), rtol=1e-4, atol=1e-4)
+    printed = capsys.readouterr().out
+    assert "tsr.upsample" in printed and "tsr.polyphase" not in printed
