@@ -220,16 +220,18 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
 def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     """With the cost model preferring tessera (forced here: on this host every
     measured class goes to oneDNN), a compiled model's channels-last f32 convs run
-    on tessera's kernel, weights packed once, and the result equals eager's."""
+    on tessera's kernel, weights packed once, the SiLU in the kernel's epilogue,
+    and the result equals eager's."""
     import tessera.compiler.codegen.conv.host as host
 
     if host._host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
-    calls = {"tessera": 0}
+    calls = {"tessera": 0, "activations": set()}
     original = host.TesseraConv.__call__
 
     def counting(self, x, w, b=None):
         calls["tessera"] += int(self._takes(x, w))
+        calls["activations"].add(self.activation)
         return original(self, x, w, b)
 
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv: target == "x86")
@@ -245,3 +247,4 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()
     assert calls["tessera"] == 4  # both convs, both calls
+    assert calls["activations"] == {"silu", "none"}  # the SiLU is the first conv's epilogue (fuse-conv-epilogues)
