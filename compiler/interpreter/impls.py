@@ -224,10 +224,11 @@ def _upsample(op, env, x):
 @impl(tsr.PolyphaseWeightOp)
 def _polyphase_weight(op, env, w):
     """Per spatial dim, a 0/1 matrix [phase, phase tap, tap] sums the taps each
-    phase folds together; phases end up ahead of the output channels."""
-    out = w
+    phase folds together; phases end up ahead of the output channels. Half
+    weights are summed in f32 and rounded once."""
+    out = w.float() if w.dtype in (torch.float16, torch.bfloat16) else w
     for d, dim in enumerate(op.dims()):
-        fold = torch.zeros(dim.scale, dim.taps, dim.kernel, dtype=w.dtype, device=w.device)
+        fold = torch.zeros(dim.scale, dim.taps, dim.kernel, dtype=out.dtype, device=w.device)
         for a in range(dim.scale):
             for t in range(dim.kernel):
                 fold[a, dim.tap(a, t), t] = 1
@@ -235,7 +236,7 @@ def _polyphase_weight(op, env, w):
         out = torch.tensordot(out, fold, dims=([axis], [2]))  # [..., phase, phase tap] at the end
         out = out.movedim(-2, d).movedim(-1, axis + 1)
     phases = out.shape[: len(op.dims())]
-    return out.reshape(-1, *out.shape[len(phases) + 1:]).contiguous()
+    return out.reshape(-1, *out.shape[len(phases) + 1:]).to(w.dtype).contiguous()
 
 
 @impl(tsr.PolyphaseInterleaveOp)
