@@ -11,7 +11,8 @@ results). Library ops are calls: a convolution goes to oneDNN
 (``mkldnn._convolution_pointwise``, its weight packed once) on the CPU in the
 layout the passes chose — it writes its input's layout, which
 ``assign-layouts`` made the result's too; ``tsr.int_mm`` and
-``tsr.scaled_int_mm`` run tessera's own exact int8 GEMM. Weights are packed
+``tsr.scaled_int_mm`` run tessera's own exact int8 GEMM; ``tsr.addmm`` (a
+linear layer) runs MKL's packed GEMM. Weights are packed
 once per weight version (``weight_cache``).
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
@@ -120,6 +121,31 @@ class AtenConv:
         return self.after(torch.ops.aten.convolution(x, w, b, *self.args))
 
 
+class MklLinear:
+    """``tsr.addmm`` (a linear layer, ``bias + x @ w.t()``) through MKL's packed
+    GEMM on the CPU, the weight packed once per weight version, as Inductor's
+    freezing does; ATen's ``addmm`` where that does not apply (another device
+    or dtype, a bias that is not one row, autograd on, no MKL)."""
+
+    def __init__(self, op: tsr.AddmmOp):
+        self.rows = op.lhs.type.get_shape()[0]
+        self.weight = PackedWeight(lambda wt: torch.ops.mkl._mkl_reorder_linear_weight(wt.t(), self.rows))
+        self.__name__ = "mkl_linear"
+
+    def _takes(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> bool:
+        return (_HAS_MKL and not torch.is_grad_enabled() and a.device.type == "cpu"
+                and a.dtype == wt.dtype == bias.dtype == torch.float32
+                and a.dim() == 2 and a.shape[0] == self.rows and bias.dim() == 1)
+
+    def __call__(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> torch.Tensor:
+        if not self._takes(bias, a, wt):
+            return torch.addmm(bias, a, wt)
+        return torch.ops.mkl._mkl_linear(a.contiguous(), self.weight(wt), wt.t(), bias, self.rows)
+
+
+_HAS_MKL = torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
+
+
 class Int8Gemm:
     """``tsr.int_mm`` and ``tsr.scaled_int_mm`` through tessera's exact int8 GEMM
     (``codegen/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
@@ -190,6 +216,8 @@ class _Builder:
                 self._call(op, AtenConv(op))
         elif isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
             self._call(op, Int8Gemm(op))
+        elif isinstance(op, tsr.AddmmOp) and self.device.type == "cpu":
+            self._call(op, MklLinear(op))
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
             self.result.aten_ops[op.name] += 1

@@ -7,12 +7,18 @@
         inputs=(0,), outputs=(3,))
     (y,) = prog.run(x)
 
-Buffers are integer ids. Each intermediate buffer is dropped right after its
-last use, so peak memory follows the program, not its length.
+Buffers are integer ids. Each intermediate buffer is dropped from the run
+right after its last use. An allocated intermediate (not an output) is kept
+for the next run and written again there when nothing else holds it: large
+buffers then keep their pages instead of being mapped and faulted in again on
+every call (the allocator returns big blocks to the OS). ``reuse_buffers=False``
+allocates every buffer anew, so memory between calls holds only the outputs.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,15 +70,32 @@ def _defines(step: Step) -> tuple[int, ...]:
     return step.results if isinstance(step, Call) else ()
 
 
+_PROBE = -1
+"""The key of the object that :func:`_only_ours` compares reference counts with."""
+
+
+def _only_ours(t: torch.Tensor, probe: object) -> bool:
+    """Nothing but the program's keep holds ``t`` or a view of its memory: ``t``
+    has no more references than ``probe``, an object held the same way (by a
+    keep, a caller's local and this call; counting the same way keeps this
+    true under a frame-evaluation hook that adds references), and its storage
+    is held by the tensor and the temporary wrapper made here alone."""
+    return (sys.getrefcount(t) <= sys.getrefcount(probe)
+            and torch._C._storage_Use_Count(t.untyped_storage()._cdata) <= 2)
+
+
 @dataclass(frozen=True)
 class Program:
     steps: tuple[Step, ...]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    reuse_buffers: bool = True
     _free_after: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     _alloc: dict[int, tuple] = field(init=False, repr=False, compare=False)
     _checked: list = field(init=False, repr=False, compare=False)
+    _kept: dict[int, torch.Tensor] = field(init=False, repr=False, compare=False)
+    _running: threading.Lock = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -105,6 +128,8 @@ class Program:
         object.__setattr__(self, "_free_after", tuple(tuple(f) for f in free))
         object.__setattr__(self, "_alloc", {s.buffer: _placement(s.type) for s in self.steps if isinstance(s, Alloc)})
         object.__setattr__(self, "_checked", [None])  # the inputs of the last run whose launches were checked
+        object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
+        object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
 
     def run(self, *tensors: torch.Tensor, on_step: Callable[[Step, float], None] | None = None) -> list[torch.Tensor]:
         """The outputs for ``tensors``; ``on_step(step, seconds)`` after each step
@@ -118,13 +143,32 @@ class Program:
             raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
         seen = tuple((t.dtype, t.shape, t.stride(), t.device) if isinstance(t, torch.Tensor) else t for t in tensors)
         trusted = seen == self._checked[0]
+        keep = self.reuse_buffers and self._running.acquire(blocking=False)  # one run at a time keeps buffers
+        try:
+            return self._run(tensors, seen, trusted, keep, on_step)
+        finally:
+            if keep:
+                self._running.release()
+
+    def _buffer(self, b: int, keep: bool) -> torch.Tensor:
+        """A tensor for allocated buffer ``b``: last run's, when it is kept and no one else holds it."""
+        if keep and b not in self.outputs:
+            t, probe = self._kept.get(b), self._kept[_PROBE]
+            if t is not None and _only_ours(t, probe):
+                return t
+        shape, strides, dtype = self._alloc[b]
+        t = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
+        if keep and b not in self.outputs:
+            self._kept[b] = t
+        return t
+
+    def _run(self, tensors, seen, trusted: bool, keep: bool, on_step) -> list[torch.Tensor]:
         env: dict[int, torch.Tensor] = dict(zip(self.inputs, tensors))
         for step, free in zip(self.steps, self._free_after):
             if on_step is not None:
                 start = time.perf_counter()
             if isinstance(step, Alloc):
-                shape, strides, dtype = self._alloc[step.buffer]
-                env[step.buffer] = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
+                env[step.buffer] = self._buffer(step.buffer, keep)
             elif isinstance(step, Launch):
                 if trusted:
                     step.kernel.launch_trusted([env[b] for b in step.args])

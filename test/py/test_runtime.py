@@ -293,13 +293,54 @@ def test_program_allocs_launches_calls_and_frees(scale_module):
 
     prog = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2)), Call(watch, (2,), (3,)),
                           Call(lambda a, b: (a + 1, a * b.view(1, 8, 1, 1)), (3, 1), (4, 5))],
-                   inputs=(0, 1), outputs=(5, 4))
+                   inputs=(0, 1), outputs=(5, 4), reuse_buffers=False)
     x, s, _ = scale_inputs()
     out5, out4 = prog.run(x, s)
     r = scale_reference(x, s).relu()
     torch.testing.assert_close(out4, r + 1, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(out5, r * s.view(1, 8, 1, 1), rtol=1e-5, atol=1e-5)
     assert seen and seen[0]() is None, "the intermediate kernel output was not freed"
+
+
+def test_program_reuses_its_intermediate_buffers_when_no_one_holds_them(scale_module):
+    """An allocated intermediate is written again on the next run (same memory),
+    but not while an output of an earlier run still views it; results stay right."""
+    k = scale_module.kernel("scale")
+    nhwc = TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1)))
+    refs = []
+
+    def relu(t):
+        refs.append(weakref.ref(t))
+        return t.relu()
+
+    plain = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2)), Call(relu, (2,), (3,))],
+                    inputs=(0, 1), outputs=(3,))
+    x, s, _ = scale_inputs()
+    for _ in range(3):
+        (y,) = plain.run(x, s)
+        torch.testing.assert_close(y, scale_reference(x, s).relu(), rtol=1e-5, atol=1e-5)
+    assert refs[0]() is not None and all(r() is refs[0]() for r in refs)  # one buffer for the three runs
+
+    viewing = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2)), Call(lambda t: t[:, :4], (2,), (3,))],
+                      inputs=(0, 1), outputs=(3,))  # the output is a view of the intermediate
+    (first,) = viewing.run(x, s)
+    kept = first.clone()
+    x2, s2, _ = scale_inputs()
+    (second,) = viewing.run(x2, s2)
+    torch.testing.assert_close(first, kept, rtol=0, atol=0)  # not overwritten by the second run
+    torch.testing.assert_close(second, scale_reference(x2, s2)[:, :4], rtol=1e-5, atol=1e-5)
+    del first, kept
+    (third,) = viewing.run(x, s)
+    torch.testing.assert_close(third, scale_reference(x, s)[:, :4], rtol=1e-5, atol=1e-5)
+
+    held = []  # a library that keeps the tensor object itself (as a cache would)
+    holding = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2)), Call(lambda t: (held.append(t), t + 0)[1], (2,), (3,))],
+                      inputs=(0, 1), outputs=(3,))
+    holding.run(x, s)
+    before = held[0].clone()
+    holding.run(x2, s2)
+    assert held[1] is not held[0]
+    torch.testing.assert_close(held[0], before, rtol=0, atol=0)
 
 
 def test_program_checks_launches_again_when_its_inputs_change(scale_module, monkeypatch):
