@@ -37,7 +37,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.ops_polyphase import PolyphaseDim, _i64s
+from tessera.dialects.tsr.ops_polyphase import PolyphaseDim, i64_array
 from tessera.dialects.tsr.shapes import elem_of, ints, numel, shape_of
 
 MAX_FLOP_RATIO = 0.8
@@ -80,8 +80,8 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
         padded = tsr.PadOp.create(
             operands=[x, zero.result],
             result_types=[_tensor([*xs[:2], *(n + lo + hi for n, (lo, hi) in zip(xs[2:], pads))], x.type)],
-            properties={"low": _i64s([0, 0, *(lo for lo, _ in pads)]), "high": _i64s([0, 0, *(hi for _, hi in pads)])})
-        scales = _i64s(d.scale for d in dims)
+            properties={"low": i64_array([0, 0, *(lo for lo, _ in pads)]), "high": i64_array([0, 0, *(hi for _, hi in pads)])})
+        scales = i64_array(d.scale for d in dims)
         weight = tsr.PolyphaseWeightOp.create(
             operands=[w], result_types=[_tensor([phases * ws[0], ws[1], *(d.taps for d in dims)], w.type)],
             properties={"scales": scales, "padding": conv.padding})
@@ -97,11 +97,11 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
         poly = tsr.ConvOp.create(
             operands=operands,
             result_types=[_tensor([out[0], phases * ws[0], *(d.conv_size(n) for d, n in zip(dims, xs[2:]))], conv.result.type)],
-            properties={"stride": conv.stride, "padding": _i64s([0] * len(dims)), "dilation": conv.dilation,
+            properties={"stride": conv.stride, "padding": i64_array([0] * len(dims)), "dilation": conv.dilation,
                         "groups": conv.groups})
         interleave = tsr.PolyphaseInterleaveOp.create(
             operands=[poly.result], result_types=[conv.result.type],
-            properties={"scales": scales, "shifts": _i64s(s for d in dims for s in d.shifts)})
+            properties={"scales": scales, "shifts": i64_array(s for d in dims for s in d.shifts)})
         new += [poly, interleave]
         _name(padded.result, x, "polyphase_in")
         _name(weight.result, w, "polyphase_w")

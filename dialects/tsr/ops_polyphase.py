@@ -91,7 +91,7 @@ class PolyphaseDim:
         return n + self.shifts[-1]
 
 
-def _i64s(values) -> DenseArrayBase:
+def i64_array(values) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
