@@ -8,9 +8,9 @@ program can run them once per parameter version instead of on every call.
 
 An op prepares a weight when its value reaches a convolution's weight or bias
 through ops that read only function arguments and constants, and it is
-deterministic: a constant, a kernel launch, a data-movement/elementwise op or
-a weight transform (``tsr.polyphase_weight``); never an ATen call, which may
-draw random numbers. Which arguments are parameters the graph does not say;
+deterministic: a constant, a kernel launch, an op tessera computes in its own
+kernels (``op_classes.KERNEL_OPS``) or a weight transform
+(``tsr.polyphase_weight``); never an ATen call, which may draw random numbers. Which arguments are parameters the graph does not say;
 a prepared value keyed on an argument that changes every call is simply
 computed every call (``weight_cache.PerVersion``).
 """
