@@ -3,7 +3,7 @@ channels-last, per dtype and shape class: the data behind
 ``compiler/conv_layout_model.py``, the rule ``assign-layouts`` applies. A
 contiguous conv runs ``aten.mkldnn_convolution`` (oneDNN, weight reordered per
 call); a channels-last one ``mkldnn._convolution_pointwise`` with the weight
-packed once (``compiler/host_program.py``: with a packed weight oneDNN returns
+packed once (``compiler/library_calls.py``: with a packed weight oneDNN returns
 channels-last whatever the input, so only channels-last convs use it). The
 unpacked channels-last call is shown too. ATen's default dispatch
 (``F.conv2d``/``F.conv3d``, contiguous) is shown for reference: for small-batch

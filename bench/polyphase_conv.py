@@ -21,7 +21,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tessera.compiler.backend import BackendOptions  # noqa: F401 - registers the backend
 from tessera.dialects.tsr.ops_polyphase import PolyphaseDim
 
 SHAPES = {  # name: (input NC(D)HW, scale)

@@ -7,13 +7,12 @@
 
 Each ``tsr.launch`` allocates its results in the layouts their types name and
 launches the compiled kernel (arguments: the launch's operands, then its
-results). Library ops are calls: a convolution goes to oneDNN
-(``mkldnn._convolution_pointwise``, its weight packed once) on the CPU in the
-layout the passes chose — it writes its input's layout, which
-``assign-layouts`` made the result's too; ``tsr.int_mm`` and
-``tsr.scaled_int_mm`` run tessera's own exact int8 GEMM; ``tsr.addmm`` (a
-linear layer) runs MKL's packed GEMM. Weights are packed
-once per weight version (``weight_cache``).
+results). Library ops are calls (``library_calls``): a convolution goes to oneDNN
+on the CPU in the layout the passes chose (or tessera's conv kernel where its
+cost model says so), ``tsr.int_mm``/``tsr.scaled_int_mm`` to tessera's exact
+int8 GEMM, ``tsr.addmm`` to MKL's packed GEMM, weights packed once per weight
+version (``weight_cache``); values computed from parameters alone are
+prepared once per parameter version (``weight_preparation``).
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
 whole and correct, and :attr:`HostProgram.aten_ops` says what ran that way.
@@ -25,32 +24,27 @@ should leave none).
 from __future__ import annotations
 
 import collections
-import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, i8
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.layout import channels_last, layout_of
-from tessera.dialects.tsr.shapes import elem_of, ints
 from tessera.runtime.layouts import Placement, in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program
 
 from .errors import TesseraError
 from .interpreter import find_function
-from .interpreter.impls import IMPLS, conv_activation, scalar_value
+from .interpreter.impls import IMPLS, scalar_value
 from .ir_io import op_location
-from .weight_cache import PackedWeight, PerVersion
+from .library_calls import REFERENCE_CPU, AtenConv, Int8Gemm, MklLinear, OneDnnConv
+from .weight_cache import PerVersion
 from .weight_preparation import weight_preparation
-
-
-_CPU = types.SimpleNamespace(device=torch.device("cpu"))  # what reference semantics read of their interpreter
 
 
 class HostProgramError(TesseraError):
@@ -67,114 +61,10 @@ class HostProgram:
         return self.program.run(*tensors)
 
 
-ONEDNN_ACTIVATIONS = {None: "none", "relu": "relu", "silu": "swish"}
-"""``tsr.conv``'s activations as oneDNN post-op names (``mkldnn._convolution_pointwise``)."""
-
-
-class OneDnnConv:
-    """oneDNN's convolution for one ``tsr.conv``, in the layout the passes chose.
-
-    Channels-last: the weight reordered once into the blocked format oneDNN
-    computes with (as Inductor does under freezing) and kept while it is
-    unchanged (:class:`PackedWeight`), so a parameter updated in place is
-    packed again. With a packed weight oneDNN computes and returns
-    channels-last whatever the input, so a contiguous conv takes the plain
-    ``mkldnn_convolution`` instead (weight reordered per call: the call
-    ``bench/conv_layouts.py`` measures for the layout cost model), which
-    returns the contiguous result its type names. The op's activation is a
-    oneDNN post-op on the packed call, else applied after the conv. Tensors
-    oneDNN does not take, and autograd, go through ATen's dispatch."""
-
-    def __init__(self, op: tsr.ConvOp):
-        self.stride, self.padding = ints(op.stride), ints(op.padding)
-        self.dilation, self.groups = ints(op.dilation), op.groups.value.data
-        self.activation = ONEDNN_ACTIVATIONS[op.activation_name()]
-        self.after = functools.partial(conv_activation, op)
-        self.input_size = list(op.input.type.get_shape())
-        self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
-        self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
-            w, self.padding, self.stride, self.dilation, self.groups, self.input_size))
-        self.__name__ = "onednn_conv"
-
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
-                and not torch.is_grad_enabled()):
-            if self.packed:  # the activation as a oneDNN post-op: applied before the result is stored
-                return torch.ops.mkldnn._convolution_pointwise(
-                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation, [], "")
-            return self.after(torch.ops.aten.mkldnn_convolution(x, w, b, self.padding, self.stride, self.dilation,
-                                                                self.groups))
-        return self.after(torch.ops.aten.convolution(x, w, b, self.stride, self.padding, self.dilation, False,
-                                                     [0] * len(self.stride), self.groups))
-
-
-class AtenConv:
-    """``tsr.conv`` on a GPU: ATen's convolution (cuDNN on CUDA) in the layout the passes chose."""
-
-    def __init__(self, op: tsr.ConvOp):
-        self.args = (ints(op.stride), ints(op.padding), ints(op.dilation), False, [0] * len(ints(op.stride)),
-                     op.groups.value.data)
-        self.after = functools.partial(conv_activation, op)
-        self.__name__ = "aten_conv"
-
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        return self.after(torch.ops.aten.convolution(x, w, b, *self.args))
-
-
-class MklLinear:
-    """``tsr.addmm`` (a linear layer, ``bias + x @ w.t()``) through MKL's packed
-    GEMM on the CPU, the weight packed once per weight version, as Inductor's
-    freezing does; ATen's ``addmm`` where that does not apply (another device
-    or dtype, a bias that is not one row, autograd on, no MKL)."""
-
-    def __init__(self, op: tsr.AddmmOp):
-        self.rows = op.lhs.type.get_shape()[0]
-        self.weight = PackedWeight(lambda wt: torch.ops.mkl._mkl_reorder_linear_weight(wt.t(), self.rows))
-        self.__name__ = "mkl_linear"
-
-    def _takes(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> bool:
-        return (_HAS_MKL and not torch.is_grad_enabled() and a.device.type == "cpu"
-                and a.dtype == wt.dtype == bias.dtype == torch.float32
-                and a.dim() == 2 and a.shape[0] == self.rows and bias.dim() == 1)
-
-    def __call__(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> torch.Tensor:
-        if not self._takes(bias, a, wt):
-            return torch.addmm(bias, a, wt)
-        return torch.ops.mkl._mkl_linear(a.contiguous(), self.weight(wt), wt.t(), bias, self.rows)
-
-
-_HAS_MKL = torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
-
-
-class Int8Gemm:
-    """``tsr.int_mm`` and ``tsr.scaled_int_mm`` through tessera's exact int8 GEMM
-    (``codegen/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
-    with B packed once per weight (:class:`PackedWeight`) and, for
-    ``scaled_int_mm``, the scale/bias epilogue in the GEMM's stores; the
-    reference semantics through ATen where that path cannot run (another
-    device, a CPU without AVX2)."""
-
-    def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp):
-        from .codegen.int8_gemm import can_run, int8_mm, pack_b_kernel, select_isa
-
-        isa = select_isa()
-        self.isa = isa if can_run(isa) else None
-        a_signed = elem_of(op.lhs.type) == i8
-        self.weight = PackedWeight(lambda b: pack_b_kernel(b.contiguous(), self.isa, a_signed))
-        self._int8_mm = int8_mm
-        self._reference = lambda *xs, op=op: IMPLS[type(op)](op, _CPU, *xs)
-        self.__name__ = "tessera_int8_gemm"
-
-    def __call__(self, a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-        if self.isa is None or a.device.type != "cpu":
-            return self._reference(a, b, *epilogue)
-        return self._int8_mm(a.contiguous(), self.weight(b), *epilogue, isa=self.isa)
-
-
 class _Builder:
-    def __init__(self, kernels: Module | None, device: torch.device = _CPU.device):
+    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device):
         self.device = device
-        self.env = _CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
+        self.env = REFERENCE_CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
         self.kernels = kernels
         self.ids: dict[SSAValue, int] = {}
         self.scalars: dict[SSAValue, object] = {}
@@ -256,7 +146,7 @@ class _Builder:
 
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
-                       device: torch.device = _CPU.device) -> HostProgram:
+                       device: torch.device = REFERENCE_CPU.device) -> HostProgram:
     """The program of ``@function`` in ``host``, launching ``kernels``'s kernels.
     The ops that prepare convolution weights from parameters alone
     (``weight_preparation``) become one step that runs them again only when

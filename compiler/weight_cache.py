@@ -26,7 +26,7 @@ import torch
 
 def version_key(t: torch.Tensor) -> tuple:
     """What identifies a tensor's contents without reading them."""
-    return (t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
+    return (t.data_ptr(), t._version, t.shape, t.stride(), t.dtype, t.device)
 
 
 class PerVersion:

@@ -8,8 +8,8 @@ program can run them once per parameter version instead of on every call.
 
 An op prepares a weight when its value reaches a convolution's weight or bias
 through ops that read only function arguments and constants, and it is
-deterministic: a constant, a kernel launch, an op tessera computes in its own
-kernels (``op_classes.KERNEL_OPS``) or a weight transform
+deterministic (``op_classes.reads_only_arguments``): a constant, a kernel
+launch, an op tessera computes in its own kernels or a weight transform
 (``tsr.polyphase_weight``); never an ATen call, which may draw random numbers. Which arguments are parameters the graph does not say;
 a prepared value keyed on an argument that changes every call is simply
 computed every call (``weight_cache.PerVersion``).
@@ -17,27 +17,20 @@ computed every call (``weight_cache.PerVersion``).
 
 from __future__ import annotations
 
-from xdsl.dialects import func
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.op_classes import KERNEL_OPS
-
-PREPARING_OPS: tuple[type[Operation], ...] = (tsr.ConstantOp, tsr.LaunchOp, tsr.PolyphaseWeightOp, *KERNEL_OPS)
+from tessera.dialects.tsr.op_classes import reads_only_arguments
 
 
 def weight_preparation(block: Block) -> list[Operation]:
     """The ops of ``block`` that prepare convolution weights, in program order."""
-    invariant: set[SSAValue] = set(block.args)
-    for op in block.ops:
-        if isinstance(op, PREPARING_OPS) and all(v in invariant for v in op.operands):
-            invariant.update(op.results)
     needed: set[Operation] = set()
     stack = [v for op in block.ops if isinstance(op, tsr.ConvOp) for v in op.operands[1:]
-             if v in invariant and isinstance(v.owner, Operation)]
+             if isinstance(v.owner, Operation) and reads_only_arguments(v)]
     while stack:
         owner = stack.pop().owner
         if isinstance(owner, Operation) and owner not in needed:
             needed.add(owner)
-            stack.extend(v for v in owner.operands if isinstance(v.owner, Operation))
-    return [op for op in block.ops if op in needed and not isinstance(op, func.ReturnOp)]
+            stack.extend(owner.operands)
+    return [op for op in block.ops if op in needed]

@@ -32,27 +32,10 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.op_classes import KERNEL_OPS
+from tessera.dialects.tsr.op_classes import reads_only_arguments
 from tessera.dialects.tsr.shapes import elem_of, numel, shape_of
 
 _FOLDABLE = (tsr.MulOp, tsr.AddOp, tsr.SubOp)
-
-
-def _from_arguments(v: SSAValue) -> bool:
-    """``v`` is computed from function arguments and constants by kernel ops (deterministic, no activation data
-    except through arguments)."""
-    stack, seen = [v], set()
-    while stack:
-        u = stack.pop()
-        if u in seen:
-            continue
-        seen.add(u)
-        owner = u.owner
-        if isinstance(owner, Operation):
-            if not isinstance(owner, (tsr.ConstantOp, *KERNEL_OPS)):
-                return False
-            stack.extend(owner.operands)
-    return True
 
 
 def _per_channel(v: SSAValue, out_shape: tuple[int, ...]) -> bool:
@@ -74,7 +57,7 @@ class FoldAffineIntoConvPattern(RewritePattern):
         if (not isinstance(conv, tsr.ConvOp) or conv.activation is not None or not isinstance(other.type, TensorType) or not conv.result.has_one_use()
                 or (isinstance(op, tsr.SubOp) and conv.result is not lhs) or other is conv.result
                 or op.results[0].type != conv.result.type or elem_of(conv.result.type) != f32
-                or not _per_channel(other, shape_of(conv.result.type)) or not _from_arguments(other)):
+                or not _per_channel(other, shape_of(conv.result.type)) or not reads_only_arguments(other)):
             return
         cout = shape_of(conv.weight.type)[0]
         new: list[Operation] = []

@@ -94,6 +94,7 @@ class Program:
     _free_after: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     _alloc: dict[int, tuple] = field(init=False, repr=False, compare=False)
     _checked: list = field(init=False, repr=False, compare=False)
+    _outputs: frozenset[int] = field(init=False, repr=False, compare=False)
     _kept: dict[int, torch.Tensor] = field(init=False, repr=False, compare=False)
     _running: threading.Lock = field(init=False, repr=False, compare=False)
 
@@ -128,6 +129,7 @@ class Program:
         object.__setattr__(self, "_free_after", tuple(tuple(f) for f in free))
         object.__setattr__(self, "_alloc", {s.buffer: _placement(s.type) for s in self.steps if isinstance(s, Alloc)})
         object.__setattr__(self, "_checked", [None])  # the inputs of the last run whose launches were checked
+        object.__setattr__(self, "_outputs", frozenset(self.outputs))
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
 
@@ -152,13 +154,14 @@ class Program:
 
     def _buffer(self, b: int, keep: bool) -> torch.Tensor:
         """A tensor for allocated buffer ``b``: last run's, when it is kept and no one else holds it."""
-        if keep and b not in self.outputs:
+        keep = keep and b not in self._outputs
+        if keep:
             t, probe = self._kept.get(b), self._kept[_PROBE]
             if t is not None and _only_ours(t, probe):
                 return t
         shape, strides, dtype = self._alloc[b]
         t = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
-        if keep and b not in self.outputs:
+        if keep:
             self._kept[b] = t
         return t
 

@@ -39,6 +39,19 @@ def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type
         return ir.Function(module, ir.FunctionType(ret, list(args)), name)
 
 
+def internal_function(module: ir.Module, name: str, params: Sequence[tuple[str, ir.Type]]) -> ir.Function:
+    """``define internal void @name(...) nounwind``, pointer parameters ``noalias``
+    (a kernel's own helper, which LLVM may inline and specialize)."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [t for _, t in params]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    for arg, (n, t) in zip(fn.args, params, strict=True):
+        arg.name = n
+        if t == PTR:
+            arg.add_attribute("noalias")
+    return fn
+
+
 def byte_ptr(b: ir.IRBuilder, base: ir.Value, offset: ir.Value | int, inbounds: bool = True) -> ir.Value:
     """``base + offset`` bytes (``inbounds=False`` where a partial sum may point
     outside the buffer, e.g. before a row that padding skips)."""

@@ -13,6 +13,7 @@ path (LLVM aborts the process on an intrinsic its target lacks).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,19 @@ class KernelFamily:
         if emit == "asm":
             return self.assembly(spec, features, cpu)
         return self.llvm_ir(spec, features, cpu, optimized=emit == "opt-llvm")
+
+    def print_emitted(self, make_spec: Callable[[], Any], emit: str, features: str | None, cpu: str | None,
+                      errors: type[Exception]) -> int:
+        """The body of a family's ``python -m ... --emit`` CLI: prints the text
+        of ``make_spec()``'s kernel, or the message of an ``errors`` exception
+        (a bad spec) on stderr; the exit status."""
+        try:
+            text = self.emit(make_spec(), emit, features, cpu)
+        except errors as err:
+            print(err, file=sys.stderr)
+            return 1
+        sys.stdout.write(text)
+        return 0
 
     def artifact(self, spec, features: str | None = None, cpu: str | None = None) -> Artifact:
         """An x86 object holding the spec's kernel and its signature."""

@@ -15,10 +15,11 @@ run once per weight version (``compiler/weight_preparation.py``).
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
-from .ops_core import AtenCallOp, ConvertOp, RelayoutOp
+from .ops_core import AtenCallOp, ConstantOp, ConvertOp, RelayoutOp
 from .ops_elementwise import ELEMENTWISE_OPS
+from .ops_fused import LaunchOp
 from .ops_nn import REDUCTION_OPS, AddmmOp, BmmOp, ConvOp, IntMmOp, MatmulOp, ScaledIntMmOp, UpsampleOp
 from .ops_polyphase import PolyphaseInterleaveOp, PolyphaseWeightOp
 from .ops_shape import ConcatOp, ExpandOp, PadOp, PermuteOp, ReshapeOp, SliceOp
@@ -54,3 +55,29 @@ PACKED_WEIGHT_OPERANDS: dict[type[Operation], tuple[int, ...]] = {ConvOp: (1,)}
 def is_packed_weight(op: Operation, index: int) -> bool:
     """True when operand ``index`` of ``op`` is a weight the op packs itself."""
     return index in PACKED_WEIGHT_OPERANDS.get(type(op), ())
+
+
+# Ops whose result depends on their operands alone (no random numbers, no
+# library state): a value they compute from function arguments and constants
+# may be computed once per version of those arguments.
+DETERMINISTIC_OPS: tuple[type[Operation], ...] = (ConstantOp, LaunchOp, PolyphaseWeightOp, *KERNEL_OPS)
+
+
+def reads_only_arguments(v: SSAValue) -> bool:
+    """``v`` is a function argument, or computed from arguments and constants by
+    :data:`DETERMINISTIC_OPS` alone (no library op's result reaches it).
+
+        %s = tsr.rsqrt %var          // true: an argument through a kernel op
+        %y = tsr.conv %x, %w         // false: a library op's result
+    """
+    stack, seen = [v], set()
+    while stack:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        if isinstance(u.owner, Operation):
+            if not isinstance(u.owner, DETERMINISTIC_OPS):
+                return False
+            stack.extend(u.owner.operands)
+    return True

@@ -14,7 +14,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import (
-    AnyAttr,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,

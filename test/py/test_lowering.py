@@ -290,6 +290,17 @@ def test_upsample_nearest(src, dst, scales):
   %u = tsr.upsample %x {{mode = "nearest"{prop}}} : ({x}) -> {y}""", "%u"))
 
 
+@pytest.mark.parametrize(("src", "dst", "scales", "shifts"), [
+    ((1, 12, 3, 5, 5), (1, 3, 3, 8, 8), "1, 2, 2", "0, 0, 1, 0, 1"),  # the video VAE's (1, 2, 2) phases
+    ((2, 6, 6, 4), (2, 2, 12, 4), "3, 1", "0, 0, 1, 0"),            # 3 phases with uneven shifts
+])
+def test_polyphase_interleave(src, dst, scales, shifts):
+    x = T(src, layout="ndhwc" if len(src) == 5 else "nhwc")
+    y = T(dst)
+    check_lowering(fn(f"%x: {x}", y, f"""
+  %y = tsr.polyphase_interleave %x {{scales = array<i64: {scales}>, shifts = array<i64: {shifts}>}} : ({x}) -> {y}""", "%y"))
+
+
 # -- dtypes and elementwise semantics -------------------------------------------------------------
 def test_bf16_convert_rounds_and_constants_are_typed():
     x = T((4, 8))

@@ -124,12 +124,13 @@ def test_backend_can_leave_the_pass_out(capsys):
     assert "tsr.upsample" in printed and "tsr.polyphase" not in printed
 
 
-def test_bf16_upsample_conv_matches_eager():
+def test_bf16_upsample_conv_matches_eager(capsys):
     torch.manual_seed(0)
     model = UpConv(nn.Conv2d(8, 8, 3, padding=1), 2.0).eval().to(torch.bfloat16)
     x = torch.randn(1, 8, 6, 6, dtype=torch.bfloat16)
-    compiled = torch.compile(model, backend="tessera")
+    compiled = torch.compile(model, backend="tessera", options={"print_ir": True})
     with torch.no_grad():
         got, want = compiled(x), model(x)
+    assert "tsr.polyphase_interleave" in capsys.readouterr().out  # the rewritten graph ran
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)

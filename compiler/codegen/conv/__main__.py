@@ -40,11 +40,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="LLVM feature string, e.g. +avx512f or +avx2,+fma (default: this host's widest path)")
     p.add_argument("--cpu", default=None, help="LLVM CPU name to tune for (default: generic)")
     args = p.parse_args(argv)
-    try:
+
+    def spec() -> ConvSpec:
         shape = _ints(args.shape, "shape")
         if len(shape) not in (4, 5):
             raise InvalidConvSpec(f"--shape wants N x C x (D x) H x W, got {args.shape!r}")
-        kernel = _ints(args.kernel, "kernel")
         nsp = len(shape) - 2
 
         def per_dim(text: str, what: str) -> tuple[int, ...]:
@@ -52,16 +52,12 @@ def main(argv: list[str] | None = None) -> int:
             return v * nsp if len(v) == 1 else v
 
         isa = isa_of_features(args.features) if args.features else select_conv_isa()
-        spec = ConvSpec(shape[0], shape[1], args.out_channels, shape[2:], kernel, per_dim(args.stride, "stride"),
-                        per_dim(args.padding, "padding"), per_dim(args.dilation, "dilation"), args.groups,
-                        bias=args.bias, residual=args.residual, activation=args.activation, isa=isa)
-        text = CONV.emit(spec, args.emit, args.features, args.cpu)
-    except ConvKernelError as err:
-        print(err, file=sys.stderr)
-        return 1
-    sys.stdout.write(text)
-    return 0
+        return ConvSpec(shape[0], shape[1], args.out_channels, shape[2:], _ints(args.kernel, "kernel"),
+                        per_dim(args.stride, "stride"), per_dim(args.padding, "padding"),
+                        per_dim(args.dilation, "dilation"), args.groups, bias=args.bias, residual=args.residual,
+                        activation=args.activation, isa=isa)
 
+    return CONV.print_emitted(spec, args.emit, args.features, args.cpu, ConvKernelError)
 
 if __name__ == "__main__":
     sys.exit(main())

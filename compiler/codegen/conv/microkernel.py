@@ -27,7 +27,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tessera.compiler.codegen.conv.epilogue import load_tile, store_raw, store_tile
-from tessera.compiler.codegen.irbuild import F32, I64, PTR, counted_loop, fma, gep, guarded, i64, load_vec, splat, vec
+from tessera.compiler.codegen.irbuild import F32, I64, PTR, counted_loop, fma, gep, guarded, i64, internal_function, load_vec, splat, vec
 from tessera.compiler.codegen.conv.spec import ConvSpec
 from tessera.compiler.codegen.conv.tiling import Tiling, WTile
 
@@ -50,13 +50,7 @@ def _valid_pixels(spec: ConvSpec, tile: WTile, kw: int) -> list[int]:
 
 def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvalid: int, name: str) -> ir.Function:
     """Defines ``@name``: the tile ``tile`` of a row, ``nvalid`` valid channels of the block."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * 5 + [I64] * 6), name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    for arg, n in zip(fn.args, TILE_ARGS, strict=True):
-        arg.name = n
-        if arg.type == PTR:
-            arg.add_attribute("noalias")
+    fn = internal_function(module, name, list(zip(TILE_ARGS, [PTR] * 5 + [I64] * 6, strict=True)))
     x, w, out, bias, res, od, oh, ow0_arg, ci_n, first, last = fn.args
     blocked = not til.depthwise and til.ci_blocks > 1
     b = ir.IRBuilder(fn.append_basic_block("entry"))

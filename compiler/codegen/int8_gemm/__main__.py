@@ -32,20 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--features", default=None, help="LLVM feature string (default: the isa's own)")
     p.add_argument("--cpu", default=None, help="LLVM CPU name to tune for (default: generic)")
     args = p.parse_args(argv)
-    try:
+
+    def spec() -> Int8GemmSpec:
         if args.isa is None:
             from tessera.compiler.codegen.int8_gemm.isa import select_isa
 
             args.isa = select_isa()
         m, n, k = _shape(args.shape)
-        spec = Int8GemmSpec(m, n, k, a_signed=args.signed, isa=args.isa, epilogue=args.epilogue)
-        text = INT8_GEMM.emit(spec, args.emit, args.features, args.cpu)
-    except Int8GemmError as err:
-        print(err, file=sys.stderr)
-        return 1
-    sys.stdout.write(text)
-    return 0
+        return Int8GemmSpec(m, n, k, a_signed=args.signed, isa=args.isa, epilogue=args.epilogue)
 
+    return INT8_GEMM.print_emitted(spec, args.emit, args.features, args.cpu, Int8GemmError)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from tessera.compiler.codegen.irbuild import I64, PTR, byte_ptr, counted_loop, i64, umin
+from tessera.compiler.codegen.irbuild import PTR, byte_ptr, counted_loop, i64, umin
 from tessera.compiler.codegen.int8_gemm.isa import IsaPath, get_isa
 from tessera.compiler.codegen.int8_gemm.microkernel import emit_microkernel
 from tessera.compiler.codegen.int8_gemm.packing import cdiv, pack_layout

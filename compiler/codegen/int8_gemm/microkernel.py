@@ -18,7 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tessera.compiler.codegen.int8_gemm.epilogue import TileOperands, emit_epilogue
-from tessera.compiler.codegen.irbuild import I8, I32, I64, PTR, byte_ptr, counted_loop, i64, intrinsic, splat, vec
+from tessera.compiler.codegen.irbuild import I8, I32, I64, PTR, byte_ptr, counted_loop, i64, internal_function, intrinsic, splat, vec
 from tessera.compiler.codegen.int8_gemm.isa import IsaPath
 from tessera.compiler.codegen.int8_gemm.spec import Int8GemmSpec
 
@@ -67,14 +67,7 @@ def _a_word(b: ir.IRBuilder, spec: Int8GemmSpec, a: ir.Value, row: int, group: i
 def emit_microkernel(module: ir.Module, spec: Int8GemmSpec, isa: IsaPath, mr: int, name: str,
                      full: bool, partial: bool, unroll: int = 4) -> ir.Function:
     """Defines ``@name``, the ``mr``-row tile (see the module docstring)."""
-    fnty = ir.FunctionType(ir.VoidType(), [PTR] * 6 + [I64])
-    fn = ir.Function(module, fnty, name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("nounwind")
-    for arg, n in zip(fn.args, MK_ARGS, strict=True):
-        arg.name = n
-        if arg.type == PTR:
-            arg.add_attribute("noalias")
+    fn = internal_function(module, name, list(zip(MK_ARGS, [PTR] * 6 + [I64], strict=True)))
     a, panel, out, a_scale, b_scale, bias, nvalid = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
 
