@@ -9,13 +9,14 @@ from xdsl.dialects.func import Func
 from xdsl.dialects.math import Math
 from xdsl.dialects.memref import MemRef
 from xdsl.dialects.scf import Scf
+from xdsl.dialects.vector import Vector
 
 from tessera.dialects.tsr import TSR
 
 
 def make_context() -> Context:
     ctx = Context()
-    # arith/scf/math/memref: the kernel IR (docs/kernel-ir.md)
-    for dialect in (Builtin, Func, TSR, Arith, Scf, Math, MemRef):
+    # arith/scf/math/memref/vector: the kernel IR (docs/kernel-ir.md)
+    for dialect in (Builtin, Func, TSR, Arith, Scf, Math, MemRef, Vector):
         ctx.load_dialect(dialect)
     return ctx

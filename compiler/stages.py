@@ -86,7 +86,8 @@ def lower_kernels(fused: ModuleOp, target: str):
 
     from .lowering import lower_to_kernels
 
-    program = lower_to_kernels(fused, half_in_f32=HALF_COMPUTE[target] == "f32-compute")
+    program = lower_to_kernels(fused, half_in_f32=HALF_COMPUTE[target] == "f32-compute",
+                               transpose_tile=TRANSPOSE_TILE.get(target))
     if target in THREAD_PER_POINT:
         # GPUs: a pointwise kernel's contiguous loop becomes the innermost grid dim (coalesced)
         from .codegen.nvptx import thread_per_point
@@ -94,6 +95,10 @@ def lower_kernels(fused: ModuleOp, target: str):
         program.kernels = thread_per_point(program.kernels)
     return program
 
+
+TRANSPOSE_TILE = {"x86": 8}
+"""Targets whose relayout reads go through in-register transpose tiles, and
+the tile width (``lowering.transpose_tiles``; 8 x 8 suits AVX2 and AVX-512)."""
 
 THREAD_PER_POINT = ("ptx", "metal")
 """Targets that run one thread per grid point (``codegen.nvptx.thread_per_point``)."""

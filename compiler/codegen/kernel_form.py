@@ -131,9 +131,9 @@ def _top_level_parallel(fn: func.FuncOp, where: str) -> scf.ParallelOp:
         raise CodegenError(f"{where}: the body needs exactly one top-level scf.parallel, found {len(parallels)}")
     if not isinstance(ops[-1], func.ReturnOp) or ops[-2] is not parallels[0]:
         raise CodegenError(f"{where}: the body must end with the scf.parallel and func.return")
-    stray = [op.name for op in ops[:-2] if not op.name.startswith("arith.")]
+    stray = [op.name for op in ops[:-2] if not op.name.startswith("arith.") and op.name != "memref.alloca"]
     if stray:
-        raise CodegenError(f"{where}: only arith ops may precede the scf.parallel, found {stray[0]}")
+        raise CodegenError(f"{where}: only arith ops and memref.alloca may precede the scf.parallel, found {stray[0]}")
     if parallels[0].initVals:
         raise CodegenError(f"{where}: the top-level scf.parallel may not reduce (it has init values)")
     return parallels[0]

@@ -20,7 +20,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from tessera.compiler.codegen import lower_arith, lower_math, lower_memref
+from tessera.compiler.codegen import lower_arith, lower_math, lower_memref, lower_vector
 from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module
@@ -28,7 +28,7 @@ from tessera.compiler.codegen.target import Target
 from tessera.compiler.codegen.types import I64, llvm_type
 from tessera.compiler.ir_io import op_location
 
-LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS}
+LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS, **lower_vector.LOWERINGS}
 
 
 def emit_module(kernels: ModuleOp, target: Target, name: str = "tessera_kernels") -> ir.Module:

@@ -77,6 +77,7 @@ class KernelBuilder:
         for a, hint in zip(self.entry.args, arg_names):
             a.name_hint = hint
         self._const_ops: list[Operation] = []
+        self._scratch_ops: list[Operation] = []
         self._consts: dict[tuple, SSAValue] = {}
         self._const_value: dict[SSAValue, int] = {}
         self._expr: dict[SSAValue, tuple] = {}  # index value -> (kind, operand, n) of div/rem/mul by a constant
@@ -223,6 +224,13 @@ class KernelBuilder:
         return self.select(self.cmp("sgt", a, top), top, a)
 
     # -- memory --------------------------------------------------------------------------
+    def scratch(self, t: MemRefType) -> SSAValue:
+        """A ``memref.alloca`` of static shape at the top of the function (the
+        emitter allocates it once per call; each grid point reuses it)."""
+        op = memref.AllocaOp.get(t.get_element_type(), shape=t.get_shape())
+        self._scratch_ops.append(op)
+        return op.memref
+
     def load(self, ref: SSAValue, idx: Sequence[SSAValue]) -> SSAValue:
         key = ("load", ref, *idx)
         hit = self.cached(key)
@@ -275,13 +283,13 @@ class KernelBuilder:
         """The kernel function: the constant pool, the parallel loop, ``func.return``."""
         _prune(self.entry)
         first = self.entry.first_op
-        for op in self._const_ops:
-            if not op.result.uses:
+        for op in [*self._const_ops, *self._scratch_ops]:
+            if not op.results[0].uses:
                 continue
             if first is None:
                 self.entry.add_op(op)
             else:
-                self.entry.insert_op_before(op, first)
+                self.entry.insert_op_before(op, first)  # the pool stays in creation order
         self.entry.add_op(func.ReturnOp())
         arg_attrs = None
         if any(d is not None for d in self.arg_dtypes):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.printer import Printer
 
 from tessera.dialects import tsr
@@ -44,6 +44,7 @@ from ..ir_io import op_location
 from .kernel_builder import KernelBuilder, LoweringError, memref_type, storage_type
 from .reductions import ReductionLoops
 from .scalar_ops import Numerics, ScalarLowering
+from .transpose_tiles import TransposeTiles, read_at_output_index, tileable_element
 from .values import ValueEmitter
 
 
@@ -65,8 +66,10 @@ def _print(op: Operation) -> str:
     return out.getvalue()
 
 
-def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics()) -> func.FuncOp:
-    """The kernel function computing ``op``'s results from its operands."""
+def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), tile: int | None = None) -> func.FuncOp:
+    """The kernel function computing ``op``'s results from its operands.
+    ``tile``: the width of the transpose tiles for inputs read across their
+    contiguous dim (``transpose_tiles``; None: strided reads)."""
     n_in, n_out = len(op.inputs), len(op.outs)
     arg_types = [memref_type(v.type) for v in op.inputs] + [memref_type(r.type) for r in op.outs]
     names = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
@@ -81,7 +84,8 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics()) -> 
     if reductions:
         _reduction_kernel(kb, scalars, values, reductions, outs)
     else:
-        _pointwise_kernel(kb, scalars, values, outs, [v.type for v in op.inputs])
+        reads = list(zip(body.args, kb.args[:n_in]))
+        _pointwise_kernel(kb, scalars, values, outs, [v.type for v in op.inputs], reads, tile)
     return kb.finish()
 
 
@@ -113,8 +117,19 @@ def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
     return [d for d in dims[:-1] if d != d_in] + [d_in, dims[-1]]
 
 
+def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[SSAValue]:
+    """The input memrefs worth a transpose tile: same shape as the output,
+    contiguous along ``dims[-2]`` (moved there by ``_transpose_aware``), read
+    only at the output's index, with both tiled dims at least a tile wide."""
+    if tile is None or len(dims) < 2 or shape[dims[-2]] < tile or shape[dims[-1]] < tile:
+        return []
+    return [ref for arg, ref in reads
+            if shape_of(arg.type) == tuple(shape) and _loop_dims(arg.type)[-1] == dims[-2]
+            and tileable_element(elem_of(arg.type)) and read_at_output_index(arg, shape)]
+
+
 def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
-                      in_types=()) -> None:
+                      in_types=(), reads=(), tile: int | None = None) -> None:
     first = outs[0][0].type
     shape = shape_of(first)
     for v, _ in outs:
@@ -126,10 +141,18 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     inner = dims[-1] if dims else None
     grid_dims = dims[:-1]
 
-    def point(at: dict[int, object]) -> None:
-        idx = tuple(at.get(d, kb.index(0)) for d in range(len(shape)))
+    def index(at: dict[int, SSAValue]) -> tuple[SSAValue, ...]:
+        return tuple(at.get(d, kb.index(0)) for d in range(len(shape)))
+
+    def point(at: dict[int, SSAValue]) -> None:
+        idx = index(at)
         for v, ref in outs:
             scalars.store(values.at(v, idx), ref, idx, elem_of(v.type))
+
+    transposed = _transposed_inputs(dims, shape, reads, tile)
+    if transposed:
+        _tiled_pointwise(kb, shape, dims, transposed, tile, index, point)
+        return
 
     def grid_body(ivs) -> None:
         at = dict(zip(grid_dims, ivs))
@@ -144,6 +167,55 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
         kb.for_loop(shape[inner], [], inner_body)
 
     kb.parallel([shape[d] for d in grid_dims], grid_body)
+
+
+def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list[SSAValue], width: int,
+                     index, point) -> None:
+    """``_pointwise_kernel`` over ``width x width`` tiles of the two innermost
+    loop dims, the transposed inputs read through ``TransposeTiles``."""
+    b, a = dims[-2], dims[-1]
+    nb, na = shape[b], shape[a]
+    tiles = TransposeTiles(kb, width, len(shape), b, a)
+
+    def each(at: dict[int, SSAValue], b0: SSAValue, a0: SSAValue, inside) -> None:
+        # the loop along a (contiguous in the outputs and tiles) outside: LLVM fully
+        # unrolls the inner one and vectorizes this one
+        def over_a(ai, _accs) -> list:
+            def over_b(bi, _accs) -> list:
+                inside({**at, b: kb.add(b0, bi), a: kb.add(a0, ai)}, bi, ai)
+                return []
+            kb.for_loop(width, [], over_b)
+            return []
+        kb.for_loop(width, [], over_a)
+
+    def full(at, b0, a0) -> list:
+        scratch = [(ref, tiles.fill(ref, at, b0, a0)) for ref in transposed]
+
+        def inside(pt, bi, ai) -> None:
+            idx = index(pt)
+            for ref, tile in scratch:  # the input's load at this index reads the tile
+                kb.remember(("load", ref, *idx), kb.load(tile, [bi, ai]))
+            point(pt)
+        each(at, b0, a0, inside)
+        return []
+
+    def edge(at, b0, a0) -> list:
+        def inside(pt, _bi, _ai) -> None:
+            ok = kb.both(kb.cmp("slt", pt[b], nb), kb.cmp("slt", pt[a], na))
+            kb.if_else(ok, [], lambda: point(pt) or [], lambda: [])
+        each(at, b0, a0, inside)
+        return []
+
+    def grid_body(ivs) -> None:
+        at = dict(zip(dims[:-2], ivs))
+        b0, a0 = kb.mul(ivs[-2], width), kb.mul(ivs[-1], width)
+        if nb % width == 0 and na % width == 0:
+            full(at, b0, a0)
+            return
+        fits = kb.both(kb.cmp("sle", b0, nb - width), kb.cmp("sle", a0, na - width))
+        kb.if_else(fits, [], lambda: full(at, b0, a0), lambda: edge(at, b0, a0))
+
+    kb.parallel([shape[d] for d in dims[:-2]] + [-(-nb // width), -(-na // width)], grid_body)
 
 
 def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, reductions, outs) -> None:
@@ -176,10 +248,11 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     kb.parallel([out_shape[d] for d in grid_dims], grid_body)
 
 
-def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True) -> KernelProgramIR:
+def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_tile: int | None = None) -> KernelProgramIR:
     """Lower every ``tsr.fused`` of ``module`` (the ``fused`` stage, not
     modified) to a kernel and a ``tsr.launch``. ``half_in_f32``: compute
-    ``f16``/``bf16`` in ``f32`` (x86, CUDA) or natively (Metal)."""
+    ``f16``/``bf16`` in ``f32`` (x86, CUDA) or natively (Metal).
+    ``transpose_tile``: width of the in-register transpose tiles (x86: 8)."""
     numerics = Numerics(half_in_f32)
     host = module.clone()
     kernels = ModuleOp([])
@@ -188,7 +261,7 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True) -> KernelPro
     for op in fused:
         name = f"fused_{len(by_text)}"
         try:
-            kernel = lower_fused(op, name, numerics)
+            kernel = lower_fused(op, name, numerics, transpose_tile)
         except LoweringError as e:
             raise LoweringError(e.message, e.location or op_location(op)) from None
         text = _print(kernel).replace(f"@{name}(", "@(", 1)

@@ -8,6 +8,8 @@ the grid (or a 0-d one when uniform), in the dtype of its MLIR type, so
 storages addressed with the strides of their memref type (never the torch
 tensor's own): a wrong stride reads the wrong element. Every load and store
 is bounds-checked, and each output element must be written exactly once.
+A ``memref.alloca`` is private to each grid point (one copy per point), and
+1-D vectors (the transpose tiles) carry a trailing dim of their length.
 
     outs = run_kernel(fn, [x, b])               # fn: a kernel func.func
     outs = run_program(program, [x, w, b])      # a KernelProgramIR's @forward
@@ -18,7 +20,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import torch
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
@@ -32,6 +34,7 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     TensorType,
     UnitAttr,
+    VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation
 
@@ -92,6 +95,28 @@ class _Buffer:
         return torch.where(mask, off, 0)
 
 
+class _Scratch:
+    """A ``memref.alloca``: one private copy per grid point once the grid runs."""
+
+    def __init__(self, t: MemRefType):
+        self.type = t
+
+    def for_points(self, points: int) -> _Buffer:
+        t = self.type
+        per = torch.empty(points, *t.get_shape(), dtype=torch_dtype(t.element_type))
+        buf = _Buffer(t, per[0], is_output=False)
+        buf.flat = per.reshape(-1)
+        buf.size = per[0].numel()
+        buf.points = torch.arange(points)
+        return buf
+
+
+def _offsets(buf: _Buffer, idx: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    off = buf.offsets(idx, mask)
+    points = getattr(buf, "points", None)
+    return off if points is None else off + points * buf.size
+
+
 class KernelEval:
     def __init__(self, fn: func.FuncOp):
         self.fn = fn
@@ -119,7 +144,7 @@ class KernelEval:
 
     def op(self, op: Operation, env: dict, mask: torch.Tensor) -> list:
         x = [env[v] for v in op.operands]
-        rt = [torch_dtype(r.type) for r in op.results]
+        rt = [None if isinstance(r.type, (VectorType, MemRefType)) else torch_dtype(r.type) for r in op.results]
         if op.name in _SCALAR_OPS:
             return [self.scalar(op, x, rt[0])]
         if isinstance(op, arith.ConstantOp):
@@ -130,7 +155,7 @@ class KernelEval:
             ubs = [int(env[u]) for u in op.upperBound]
             assert all(int(env[lb]) == 0 for lb in op.lowerBound) and all(int(env[s]) == 1 for s in op.step)
             ivs = torch.meshgrid(*[torch.arange(n) for n in ubs], indexing="ij")
-            inner = dict(env)
+            inner = {k: v.for_points(ivs[0].numel()) if isinstance(v, _Scratch) else v for k, v in env.items()}
             for a, iv in zip(op.body.block.args, ivs):
                 inner[a] = iv.reshape(-1)
             self.block(op.body.block, inner, mask)
@@ -150,19 +175,41 @@ class KernelEval:
             then = self.block(op.true_region.block, dict(env), mask & c)
             other = self.block(op.false_region.block, dict(env), mask & ~c) if op.false_region.blocks else []
             return [torch.where(c, a, b) for a, b in zip(then, other)]
+        if isinstance(op, memref.AllocaOp):
+            return [_Scratch(op.memref.type)]
         if isinstance(op, memref.LoadOp):
             buf = x[0]
-            return [buf.flat[buf.offsets(x[1:], mask)]]
+            return [buf.flat[_offsets(buf, x[1:], mask)]]
         if isinstance(op, memref.StoreOp):
-            val, buf = x[0], x[1]
-            off = buf.offsets(x[2:], mask)
-            m = mask.expand(off.shape) if off.dim() else mask
-            off, val = torch.broadcast_tensors(off, val)
-            m = torch.broadcast_to(m, off.shape)
-            buf.flat[off[m]] = val[m].to(buf.flat.dtype)
-            buf.writes.index_add_(0, off[m].reshape(-1), torch.ones_like(off[m], dtype=torch.int32).reshape(-1))
+            self.store(x[1], _offsets(x[1], x[2:], mask), x[0], mask)
+            return []
+        if isinstance(op, vector.TransferReadOp):
+            (dim,) = [e.position for e in op.permutation_map.data.results]
+            buf, idx = x[0], x[1:-1]
+            lanes = [buf.flat[_offsets(buf, self.lane(idx, dim, k), mask)] for k in range(op.result.type.get_shape()[0])]
+            return [torch.stack(torch.broadcast_tensors(*lanes), dim=-1)]
+        if isinstance(op, vector.ShuffleOp):
+            a, b = torch.broadcast_tensors(x[0][..., None], x[1][..., None])
+            return [torch.cat([a[..., 0], b[..., 0]], dim=-1)[..., list(op.mask.get_values())]]
+        if isinstance(op, vector.StoreOp):
+            val, buf, idx = x[0], x[1], x[2:]
+            for k in range(val.shape[-1]):
+                self.store(buf, _offsets(buf, self.lane(idx, len(idx) - 1, k), mask), val[..., k], mask)
             return []
         return [self.scalar(op, x, rt[0])]
+
+    @staticmethod
+    def lane(idx: list[torch.Tensor], dim: int, k: int) -> list[torch.Tensor]:
+        return [i + k if d == dim else i for d, i in enumerate(idx)]
+
+    @staticmethod
+    def store(buf: _Buffer, off: torch.Tensor, val: torch.Tensor, mask: torch.Tensor) -> None:
+        m = mask.expand(off.shape) if off.dim() else mask
+        off, val = torch.broadcast_tensors(off, val)
+        m = torch.broadcast_to(m, off.shape)
+        buf.flat[off[m]] = val[m].to(buf.flat.dtype)
+        if buf.writes is not None:
+            buf.writes.index_add_(0, off[m].reshape(-1), torch.ones_like(off[m], dtype=torch.int32).reshape(-1))
 
     def scalar(self, op: Operation, x: list[torch.Tensor], rt: torch.dtype) -> torch.Tensor:
         name = op.name.split(".")[1]
@@ -258,6 +305,7 @@ def run_program(program, inputs: list[torch.Tensor], function: str = "forward") 
 # -- the contract's structural rules --------------------------------------------------------
 _INSIDE = {
     "scf.for", "scf.if", "scf.yield", "scf.reduce", "memref.load", "memref.store", "memref.alloca",
+    "vector.transfer_read", "vector.shuffle", "vector.store",
     *(f"arith.{n}" for n in (
         "constant", "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "addf", "subf", "mulf", "divf",
         "maximumf", "minimumf", "negf", "cmpf", "cmpi", "select", "extf", "truncf", "extsi", "extui", "trunci",
@@ -279,7 +327,7 @@ def check_contract(fn: func.FuncOp, half_in_f32: bool = True) -> None:
             assert t.layout.offset.data == 0 and all(s.data is not None for s in t.layout.strides.data)
     ops = list(fn.body.block.ops)
     assert isinstance(ops[-1], func.ReturnOp) and isinstance(ops[-2], scf.ParallelOp), "constants, one scf.parallel, return"
-    assert all(isinstance(o, arith.ConstantOp) for o in ops[:-2]), "only constants before the grid"
+    assert all(isinstance(o, (arith.ConstantOp, memref.AllocaOp)) for o in ops[:-2]), "only constants and scratch before the grid"
     par = ops[-2]
     assert not par.initVals
     for v in (*par.lowerBound, *par.step):
@@ -290,6 +338,7 @@ def check_contract(fn: func.FuncOp, half_in_f32: bool = True) -> None:
             continue
         assert op.name in _INSIDE, f"'{op.name}' is not allowed in a kernel"
         if half_in_f32 and op.name not in ("memref.load", "memref.store", "arith.extf", "arith.truncf",
-                                             "arith.constant", "arith.sitofp", "arith.uitofp"):
+                                             "arith.constant", "arith.sitofp", "arith.uitofp",
+                                             "vector.transfer_read", "vector.shuffle", "vector.store"):
             for v in (*op.operands, *op.results):
                 assert not isinstance(v.type, _HALF), f"'{op.name}' computes in {v.type} under the f32 policy"

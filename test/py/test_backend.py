@@ -102,6 +102,28 @@ def test_channels_last_output_keeps_eager_strides(capsys):
     assert "tsr.conv" in ir and "#tsr.layout<nhwc>" in ir
 
 
+@pytest.mark.parametrize("shape, dtype", [((2, 19, 13, 11), torch.float32), ((1, 24, 3, 17, 16), torch.bfloat16),
+                                          ((1, 64, 56, 56), torch.float32)])
+def test_transposing_kernels_match_eager(shape, dtype, caplog):
+    """Relayouts fused into elementwise kernels (compiled through the x86
+    transpose tiles, edge tiles included) give eager's values and strides."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+
+    def f(x, y):
+        return torch.relu(y + x), x.contiguous(memory_format=fmt) * 2
+
+    x = torch.randn(shape).to(dtype)
+    y = torch.randn(shape).to(dtype).contiguous(memory_format=fmt)
+    with torch.no_grad():
+        eager = f(x, y)
+        with caplog.at_level(logging.INFO, logger="tessera"):
+            got = torch.compile(f, backend="tessera")(x, y)
+    assert not [r for r in caplog.records if "runs as ATen" in r.getMessage() or "interpreter" in r.getMessage()]
+    for g, e in zip(got, eager):
+        assert g.stride() == e.stride()
+        assert torch.equal(g, e)
+
+
 def test_channels_last_3d_video_block(capsys):
     """A channels-last-3d input and weights are ``ndhwc`` in the IR; the output
     has eager's strides (whatever layout eager's kernels pick for it)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 
 import pytest
 import torch
@@ -61,11 +62,11 @@ def compare(got: list[torch.Tensor], expected: list[torch.Tensor], rtol: float |
 
 
 def check_lowering(text: str, rtol: float | None = None, seeds=(0, 1), half_in_f32: bool = True, module=None,
-                   inputs=None):
+                   inputs=None, transpose_tile: int | None = None):
     """Fuse, lower, check the contract, and compare the kernels' outputs with
     the interpreter's on the graph before fusion; the KernelProgramIR."""
     before = module if module is not None else parse(text)
-    program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32)
+    program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32, transpose_tile=transpose_tile)
     verify_module(program.host)
     program.kernels.verify()
     assert kernels_of(program), "no kernels"
@@ -123,6 +124,88 @@ def test_relayout_loops_walk_both_contiguous_dims_innermost():
     assert grid_of(k) == [3, 4, 8]
     loop = next(op for op in k.walk() if isinstance(op, scf.ForOp))
     assert loop.ub.owner.value.value.data == 5
+
+
+# -- transpose tiles (x86: a relayout read 8 x 8 at a time and transposed in registers) ----------
+def op_names(kernel) -> list[str]:
+    return [op.name for op in kernel.walk()]
+
+
+@pytest.mark.parametrize("shape, src, dst, elem", [
+    ((1, 16, 8, 24), "nchw", "nhwc", "f32"),        # whole tiles only
+    ((2, 19, 3, 11), "nhwc", "nchw", "f32"),        # edge tiles along both tiled dims, batch 2
+    ((1, 12, 2, 9, 10), "ncdhw", "ndhwc", "bf16"),
+    ((1, 9, 4, 8), "nchw", "nhwc", "f16"),
+    ((1, 8, 2, 16), "nhwc", "nchw", "i32"),
+])
+def test_relayout_reads_through_transpose_tiles(shape, src, dst, elem):
+    x, y = T(shape, elem, layout=src), T(shape, elem, layout=dst)
+    program = check_lowering(fn(f"%x: {x}", y, f"""
+  %r = tsr.relayout %x : ({x}) -> {y}""", "%r"), transpose_tile=8)
+    names = op_names(the_kernel(program))
+    assert names.count("vector.transfer_read") == 8 and names.count("vector.shuffle") == 24
+    assert names.count("vector.store") == 8 and names.count("memref.alloca") == 1
+    whole = all(shape[d] % 8 == 0 for d in (1, len(shape) - 1))
+    assert ("scf.if" in names) != whole, "edge tiles take the bounds-checked loops"
+
+
+def test_transpose_tiles_feed_the_fused_body():
+    """ResNet's last kernel: relu(conv_out_nhwc + x_nchw) written NCHW; only
+    the NHWC input goes through the tile, the NCHW one is read along w."""
+    a, b = T((1, 16, 5, 16), layout="nhwc"), T((1, 16, 5, 16))
+    program = check_lowering(fn(f"%a: {a}, %b: {b}", b, f"""
+  %s = tsr.add %a, %b : ({a}, {b}) -> {b}
+  %r = tsr.relu %s : ({b}) -> {b}""", "%r"), transpose_tile=8)
+    k = the_kernel(program)
+    reads = [op for op in k.walk() if op.name == "vector.transfer_read"]
+    assert len(reads) == 8 and all(op.operands[0] is k.body.block.args[0] for op in reads)
+    assert grid_of(k) == [5, 2, 2], "h, then tiles of c and w"
+
+
+@pytest.mark.parametrize("body, why", [
+    ("%t = tsr.permute %x {{dims = array<i64: 0, 1, 3, 2>}} : ({x}) -> {x}\n  %r = tsr.add %x, %t : ({x}, {x}) -> {y}",
+     "also read at a permuted index"),
+    ("%r = tsr.relayout %x : ({x}) -> {y}", "small dims"),
+])
+def test_no_transpose_tiles_where_they_do_not_apply(body, why):
+    shape = (1, 16, 16, 16) if why != "small dims" else (1, 4, 3, 6)
+    x, y = T(shape, layout="nhwc"), T(shape, layout="nchw")
+    program = check_lowering(fn(f"%x: {x}", y, "  " + body.format(x=x, y=y), "%r"), transpose_tile=8)
+    assert "vector.shuffle" not in op_names(the_kernel(program)), why
+
+
+def test_transpose_tiles_off_without_a_width():
+    x, y = T((1, 16, 8, 24), layout="nchw"), T((1, 16, 8, 24), layout="nhwc")
+    program = check_lowering(fn(f"%x: {x}", y, f"""
+  %r = tsr.relayout %x : ({x}) -> {y}""", "%r"))
+    assert not any(n.startswith("vector.") for n in op_names(the_kernel(program)))
+
+
+@pytest.mark.parametrize("features", ["+avx512f", "+avx2,+fma"])
+def test_transpose_tiles_assemble_to_shuffles_not_gathers(features):
+    from tessera.compiler.codegen import assembly, get_target
+
+    x, y = T((1, 64, 56, 56), layout="nhwc"), T((1, 64, 56, 56))
+    program = lower_to_kernels(fuse(parse(fn(f"%x: {x}", y, f"""
+  %r = tsr.relayout %x : ({x}) -> {y}""", "%r"))), transpose_tile=8)
+    asm = assembly(program.kernels, get_target("x86", features=features))
+    assert "gather" not in asm and "scatter" not in asm
+    assert re.search(r"\bv(permt2ps|unpck[lh]ps|shufps|perm2f128|permps)\b", asm), "an in-register transpose"
+
+
+@pytest.mark.parametrize("width", [2, 4, 8, 16])
+def test_interleave_rounds_transpose(width):
+    from tessera.compiler.lowering.transpose_tiles import interleave_masks
+
+    rows = [list(range(i * width, (i + 1) * width)) for i in range(width)]
+    lo, hi = interleave_masks(width)
+    for _ in range(width.bit_length() - 1):
+        nxt = []
+        for j in range(width // 2):
+            both = rows[j] + rows[j + width // 2]
+            nxt += [[both[m] for m in lo], [both[m] for m in hi]]
+        rows = nxt
+    assert rows == [list(range(c, width * width, width)) for c in range(width)]
 
 
 def parse_type(text: str):

@@ -1,0 +1,95 @@
+"""The ``vector`` ops of the kernel IR (1-D vectors: the lowering's transpose
+tiles) as LLVM vector instructions.
+
+    %r = vector.transfer_read %x[%n, %c, %h, %w], %pad
+           {permutation_map = affine_map<(d0, d1, d2, d3) -> (d1)>, in_bounds = [true]}
+           : memref<1x64x56x56xf32, strided<[200704, 1, 3584, 64]>>, vector<8xf32>
+ ->
+    %r = load <8 x float>, ptr %p, align 4        ; d1 has stride 1 (else 8 loads and inserts)
+
+    %s = vector.shuffle %a, %b [0, 8, 1, 9, 2, 10, 3, 11] : vector<8xf32>, vector<8xf32>
+ ->
+    %s = shufflevector <8 x float> %a, <8 x float> %b, <8 x i32> <i32 0, i32 8, ...>
+
+    vector.store %v, %t[%i, %c0] : memref<8x8xf32>, vector<8xf32>   ->   store <8 x float> %v, ptr %p, align 4
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+from xdsl.dialects.builtin import AffineMapAttr, VectorType
+from xdsl.ir import Operation
+from xdsl.ir.affine import AffineDimExpr
+
+from tessera.compiler.codegen.errors import CodegenError
+from tessera.compiler.codegen.kernel_form import static_strides
+from tessera.compiler.codegen.lower_arith import Lowering
+from tessera.compiler.codegen.lower_memref import element_address
+from tessera.compiler.codegen.types import I1, I32, I64, byte_size, llvm_type
+from tessera.compiler.ir_io import op_location
+
+if TYPE_CHECKING:
+    from tessera.compiler.codegen.llvm_emitter import KernelEmitter
+
+
+def vector_type(t: VectorType) -> ir.VectorType:
+    shape = t.get_shape()
+    if len(shape) != 1:
+        raise CodegenError(f"only 1-D vectors are supported in kernel IR, got {t}")
+    return ir.VectorType(llvm_type(t.element_type), shape[0])
+
+
+def _check_element(em: KernelEmitter, vec: ir.VectorType, op: Operation) -> None:
+    if vec.element == I1:
+        raise CodegenError(f"kernel @{em.name}: vectors of i1 (stored as bytes) are not supported", op_location(op))
+
+
+def _transfer_read(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    t, vec = op.source.type, vector_type(op.result.type)
+    _check_element(em, vec, op)
+    pmap = op.permutation_map
+    results = pmap.data.results if isinstance(pmap, AffineMapAttr) else ()
+    in_bounds = op.properties.get("in_bounds")
+    if (op.mask is not None or len(results) != 1 or not isinstance(results[0], AffineDimExpr)
+            or in_bounds is None or not all(x.value for x in in_bounds.data)):
+        raise CodegenError(f"kernel @{em.name}: vector.transfer_read is supported in bounds along one memref dim, "
+                           f"without a mask", op_location(op))
+    dim = results[0].position
+    indices = a[1:-1]
+    stride = static_strides(t)[dim]
+    ptr, storage = element_address(em, a[0], t, indices)
+    b = em.b
+    if stride == 1:
+        return [b.load(b.bitcast(ptr, vec.as_pointer()), typ=vec, align=byte_size(storage))]
+    out: ir.Value = ir.Constant(vec, ir.Undefined)
+    for k in range(vec.count):  # a strided read: one element at a time
+        p = b.gep(ptr, [ir.Constant(I64, k * stride)], inbounds=True, source_etype=storage)
+        out = b.insert_element(out, b.load(p, typ=storage, align=byte_size(storage)), ir.Constant(I32, k))
+    return [out]
+
+
+def _shuffle(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    mask = [int(m) for m in op.mask.get_values()]
+    const = ir.Constant(ir.VectorType(I32, len(mask)), [ir.Constant(I32, m) for m in mask])
+    return [em.b.shuffle_vector(a[0], a[1], const)]
+
+
+def _store(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    t = op.base.type
+    vec = vector_type(op.vector.type)
+    _check_element(em, vec, op)
+    if static_strides(t)[-1] != 1:
+        raise CodegenError(f"kernel @{em.name}: vector.store needs a memref contiguous in its last dim, got {t}",
+                           op_location(op))
+    ptr, storage = element_address(em, a[1], t, a[2:])
+    em.b.store(a[0], em.b.bitcast(ptr, vec.as_pointer()), align=byte_size(storage))
+    return []
+
+
+LOWERINGS: dict[str, Lowering] = {
+    "vector.transfer_read": _transfer_read,
+    "vector.shuffle": _shuffle,
+    "vector.store": _store,
+}

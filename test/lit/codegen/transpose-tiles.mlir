@@ -1,0 +1,31 @@
+// A relayout read by a pointwise kernel goes through an 8x8 transpose tile on
+// x86 (lowering/transpose_tiles.py): 8 vector reads along the input's
+// contiguous dim, 3 rounds of 8 interleaving shuffles, 8 stores to a scratch
+// tile the kernel's loops read along the output's contiguous dim. GPU targets
+// keep one thread per element and read directly.
+// RUN: compilerctl dump %S/../../../examples/resnet_block.py --target x86 --stage kernel | filecheck %s
+// RUN: compilerctl dump %S/../../../examples/resnet_block.py --target ptx --stage kernel | filecheck %s --check-prefix=PTX
+// RUN: compilerctl dump %S/../../../examples/resnet_block.py --target x86 --stage asm --features +avx512f | filecheck %s --check-prefix=ASM
+
+// The input NCHW -> NHWC relayout in front of the first conv:
+// CHECK-LABEL: func.func @fused_3(%in0: memref<1x8x8x8xf32>, %out0: memref<1x8x8x8xf32, strided<[512, 1, 64, 8]>>)
+// CHECK: %[[TILE:.*]] = memref.alloca() : memref<8x8xf32>
+// CHECK-COUNT-8: vector.transfer_read %in0[{{.*}}], %{{.*}} {in_bounds = [true]} : memref<1x8x8x8xf32>, vector<8xf32>
+// CHECK-COUNT-24: vector.shuffle {{.*}} : vector<8xf32>, vector<8xf32>
+// CHECK-COUNT-8: vector.store {{.*}}, %[[TILE]][{{.*}}] : memref<8x8xf32>, vector<8xf32>
+// CHECK: memref.load %[[TILE]][{{.*}}] : memref<8x8xf32>
+// CHECK: memref.store {{.*}}, %out0[{{.*}}] : memref<1x8x8x8xf32, strided<[512, 1, 64, 8]>>
+
+// The residual add + ReLU written back NCHW reads the NHWC conv result along c:
+// CHECK-LABEL: func.func @fused_4(
+// CHECK-COUNT-8: vector.transfer_read %in0[{{.*}}], %{{.*}} {in_bounds = [true], permutation_map = affine_map<(d0, d1, d2, d3) -> (d1)>}
+
+// PTX-NOT: vector.
+// PTX-NOT: memref.alloca
+
+// ASM-LABEL: fused_3:
+// ASM-NOT: gather
+// ASM: vpermt2ps
+// ASM-LABEL: fused_4:
+// ASM-NOT: gather
+// ASM: vpermt2ps
