@@ -26,7 +26,7 @@ import torch.fx
 from functorch.compile import make_boxed_func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from tessera.passes import PIPELINES
+from tessera.passes import FUSION_PIPELINE, PIPELINES
 from tessera.runtime.layouts import Placement, in_layout
 
 from .capture import aot_backend
@@ -52,16 +52,17 @@ class BackendOptions:
     features: str | None = None
     """CPU features to generate code for (``+avx2,+fma``), or the GPU's sm (``sm_90``); ``None``: this host's / the device's."""
     disable: tuple[str, ...] = ()
-    """Graph passes to leave out of the target's pipeline (``("fold-upsample-into-conv",)``), to measure what one buys."""
+    """Graph or epilogue-fusion passes to leave out (``("fold-upsample-into-conv",)``), to measure what one buys."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
             raise ValueError(f"tessera: unknown target '{self.target}', expected one of {sorted(PIPELINES)}")
         object.__setattr__(self, "disable", tuple(self.disable))
-        unknown = sorted(set(self.disable) - {_pass_name(p) for p in PIPELINES[self.target]})
+        optional = [_pass_name(p) for p in (*PIPELINES[self.target], *FUSION_PIPELINE) if p not in ("dce", "fuse-kernels")]
+        unknown = sorted(set(self.disable) - set(optional))
         if unknown:
             raise ValueError(f"tessera: cannot disable {unknown}: not in the {self.target} pipeline "
-                             f"({', '.join(_pass_name(p) for p in PIPELINES[self.target])})")
+                             f"({', '.join(optional)})")
 
     def pipeline(self) -> tuple[str, ...]:
         """The target's graph pipeline without the disabled passes."""
@@ -121,7 +122,7 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
 
     from .stages import fuse_kernels, lower_kernels
 
-    program_ir = lower_kernels(fuse_kernels(module), options.target)
+    program_ir = lower_kernels(fuse_kernels(module, options.disable), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
     features = options.features
     if features is None and device.type == "cuda":

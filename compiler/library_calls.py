@@ -12,7 +12,6 @@ not take, so a call is always right.
 
 from __future__ import annotations
 
-import functools
 import types
 
 import torch
@@ -22,7 +21,7 @@ from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
 from tessera.dialects.tsr.shapes import elem_of, ints
 
-from .interpreter.impls import IMPLS, conv_activation
+from .interpreter.impls import CONV_ACTIVATION_FNS, IMPLS, conv_epilogue, conv_epilogue_operands
 from .weight_cache import PackedWeight
 
 REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
@@ -31,6 +30,10 @@ REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
 
 ONEDNN_ACTIVATIONS = {None: "none", "relu": "relu", "silu": "swish"}
 """``tsr.conv``'s activations as oneDNN post-op names (``mkldnn._convolution_pointwise``)."""
+
+ONEDNN_ACTIVATIONS_AFTER_ADD = {None: None, "relu": "relu"}
+"""The activations oneDNN applies after a residual add post-op
+(``mkldnn._convolution_pointwise.binary`` refuses the others; those run after the call)."""
 
 
 class OneDnnConv:
@@ -43,44 +46,62 @@ class OneDnnConv:
     channels-last whatever the input, so a contiguous conv takes the plain
     ``mkldnn_convolution`` instead (weight reordered per call: the call
     ``bench/conv_layouts.py`` measures for the layout cost model), which
-    returns the contiguous result its type names. The op's activation is a
-    oneDNN post-op on the packed call, else applied after the conv. Tensors
-    oneDNN does not take, and autograd, go through ATen's dispatch."""
+    returns the contiguous result its type names. The op's residual and
+    activation are oneDNN post-ops on the packed call (a binary ``add``, then
+    the activation where oneDNN takes it after one), else applied after the
+    conv. Tensors oneDNN does not take, and autograd, go through ATen's dispatch."""
 
     def __init__(self, op: tsr.ConvOp):
+        self.op = op
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
         self.activation = ONEDNN_ACTIVATIONS[op.activation_name()]
-        self.after = functools.partial(conv_activation, op)
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
             w, self.padding, self.stride, self.dilation, self.groups, self.input_size))
         self.__name__ = "onednn_conv"
 
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
+        b, r = conv_epilogue_operands(self.op, epilogue)
         if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
                 and not torch.is_grad_enabled()):
-            if self.packed:  # the activation as a oneDNN post-op: applied before the result is stored
+            if self.packed and r is None:  # the activation as a oneDNN post-op: applied before the result is stored
                 return torch.ops.mkldnn._convolution_pointwise(
                     x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation, [], "")
-            return self.after(torch.ops.aten.mkldnn_convolution(x, w, b, self.padding, self.stride, self.dilation,
-                                                                self.groups))
-        return self.after(torch.ops.aten.convolution(x, w, b, self.stride, self.padding, self.dilation, False,
-                                                     [0] * len(self.stride), self.groups))
+            if self.packed and r.dtype == x.dtype and _channels_last_tensor(r):
+                return self._with_residual(x, self.weight(w), b, r)
+            return conv_epilogue(self.op, torch.ops.aten.mkldnn_convolution(
+                x, w, b, self.padding, self.stride, self.dilation, self.groups), r)
+        return conv_epilogue(self.op, torch.ops.aten.convolution(
+            x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
+
+    def _with_residual(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, r: torch.Tensor) -> torch.Tensor:
+        name = self.op.activation_name()
+        fused = name in ONEDNN_ACTIVATIONS_AFTER_ADD
+        y = torch.ops.mkldnn._convolution_pointwise.binary(
+            x, r, w, b, self.padding, self.stride, self.dilation, self.groups, "add", None,
+            ONEDNN_ACTIVATIONS_AFTER_ADD[name] if fused else None, [], "")
+        return y if fused else CONV_ACTIVATION_FNS[name](y)
+
+
+def _channels_last_tensor(t: torch.Tensor) -> bool:
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+    return fmt is not None and t.is_contiguous(memory_format=fmt)
 
 
 class AtenConv:
     """``tsr.conv`` on a GPU: ATen's convolution (cuDNN on CUDA) in the layout the passes chose."""
 
     def __init__(self, op: tsr.ConvOp):
+        self.op = op
         self.args = (ints(op.stride), ints(op.padding), ints(op.dilation), False, [0] * len(ints(op.stride)),
                      op.groups.value.data)
-        self.after = functools.partial(conv_activation, op)
         self.__name__ = "aten_conv"
 
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
-        return self.after(torch.ops.aten.convolution(x, w, b, *self.args))
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
+        b, r = conv_epilogue_operands(self.op, epilogue)
+        return conv_epilogue(self.op, torch.ops.aten.convolution(x, w, b, *self.args), r)
 
 
 class MklLinear:

@@ -69,12 +69,13 @@ def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
     return StageOutput(module, print_module(module), "mlir")
 
 
-def fuse_kernels(module: ModuleOp) -> ModuleOp:
-    """A copy of a graph-optimized module with its fusible groups in ``tsr.fused`` regions."""
+def fuse_kernels(module: ModuleOp, disable: tuple[str, ...] = ()) -> ModuleOp:
+    """A copy of a graph-optimized module with its fusible groups in ``tsr.fused``
+    regions (``disable``: epilogue fusions left out, as the backend option)."""
     from tessera.passes import FUSION_PIPELINE
 
     fused = module.clone()
-    build_pipeline(FUSION_PIPELINE).apply(make_context(), fused)
+    build_pipeline(tuple(p for p in FUSION_PIPELINE if p not in disable)).apply(make_context(), fused)
     verify_module(fused)
     return fused
 

@@ -26,8 +26,8 @@ from tessera.dialects.tsr.op_classes import reads_only_arguments
 def weight_preparation(block: Block) -> list[Operation]:
     """The ops of ``block`` that prepare convolution weights, in program order."""
     needed: set[Operation] = set()
-    stack = [v for op in block.ops if isinstance(op, tsr.ConvOp) for v in op.operands[1:]
-             if isinstance(v.owner, Operation) and reads_only_arguments(v)]
+    stack = [v for op in block.ops if isinstance(op, tsr.ConvOp) for v in (op.weight, op.bias)
+             if v is not None and isinstance(v.owner, Operation) and reads_only_arguments(v)]
     while stack:
         owner = stack.pop().owner
         if isinstance(owner, Operation) and owner not in needed:

@@ -17,6 +17,7 @@ from .dce import Dce
 from .fold_affine_into_conv import FoldAffineIntoConv
 from .fold_upsample_into_conv import FoldUpsampleIntoConv
 from .fuse_conv_epilogues import FuseConvEpilogues
+from .fuse_conv_residuals import FuseConvResiduals
 from .fuse_int_mm_epilogues import FuseIntMmEpilogues
 from .fuse_kernels import FuseKernels
 from .fuse_relayouts import FuseRelayouts
@@ -24,7 +25,7 @@ from .hoist_relayouts import HoistRelayouts
 
 PASSES: dict[str, type[ModulePass]] = {
     p.name: p for p in (Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts, HoistRelayouts,
-                        CancelRelayouts, FuseRelayouts, FuseConvEpilogues, FuseIntMmEpilogues, FuseKernels)
+                        CancelRelayouts, FuseRelayouts, FuseConvResiduals, FuseConvEpilogues, FuseIntMmEpilogues, FuseKernels)
 }
 
 
@@ -59,4 +60,4 @@ PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, po
 
 # The fusion step (between `graph-opt` and `fused`): library ops take the epilogues
 # they compute themselves, then the remaining pointwise/reduction groups become kernels.
-FUSION_PIPELINE: tuple[str, ...] = ("fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+FUSION_PIPELINE: tuple[str, ...] = ("fuse-conv-residuals", "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")

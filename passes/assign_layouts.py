@@ -70,6 +70,8 @@ class AssignLayouts(ModulePass):
     def _assign(self, conv: tsr.ConvOp, perm: tuple[int, ...]) -> None:
         conv.operands[0] = _relayouted(conv.input, perm, conv)
         conv.operands[1] = _relayouted(conv.weight, perm, conv)
+        if conv.residual_input is not None:  # the residual has the result's type
+            conv.operands[len(conv.operands) - 1] = _relayouted(conv.residual_input, perm, conv)
         old: TensorType = conv.result.type
         if layout_of(old) == perm:
             return

@@ -54,7 +54,8 @@ class FoldAffineIntoConvPattern(RewritePattern):
             return
         lhs, rhs = op.operands
         conv, other = (lhs.owner, rhs) if isinstance(lhs.owner, tsr.ConvOp) else (rhs.owner, lhs)
-        if (not isinstance(conv, tsr.ConvOp) or conv.activation is not None or not isinstance(other.type, TensorType) or not conv.result.has_one_use()
+        if (not isinstance(conv, tsr.ConvOp) or conv.activation is not None or conv.residual is not None
+                or not isinstance(other.type, TensorType) or not conv.result.has_one_use()
                 or (isinstance(op, tsr.SubOp) and conv.result is not lhs) or other is conv.result
                 or op.results[0].type != conv.result.type or elem_of(conv.result.type) != f32
                 or not _per_channel(other, shape_of(conv.result.type)) or not reads_only_arguments(other)):

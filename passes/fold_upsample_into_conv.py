@@ -68,7 +68,7 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, conv: tsr.ConvOp, rewriter: PatternRewriter) -> None:
         up = conv.input.owner
-        if not isinstance(up, tsr.UpsampleOp) or (dims := _plan(conv, up)) is None:
+        if not isinstance(up, tsr.UpsampleOp) or conv.residual is not None or (dims := _plan(conv, up)) is None:
             return
         x, w, elem = up.input, conv.weight, elem_of(conv.input.type)
         xs, ws = shape_of(x.type), shape_of(w.type)
@@ -98,7 +98,7 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
             operands=operands,
             result_types=[_tensor([out[0], phases * ws[0], *(d.conv_size(n) for d, n in zip(dims, xs[2:]))], conv.result.type)],
             properties={"stride": conv.stride, "padding": i64_array([0] * len(dims)), "dilation": conv.dilation,
-                        "groups": conv.groups})
+                        "groups": conv.groups, **({"activation": conv.activation} if conv.activation else {})})
         interleave = tsr.PolyphaseInterleaveOp.create(
             operands=[poly.result], result_types=[conv.result.type],
             properties={"scales": scales, "shifts": i64_array(s for d in dims for s in d.shifts)})

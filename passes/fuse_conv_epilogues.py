@@ -1,15 +1,17 @@
-"""``fuse-conv-epilogues``: an activation that is a convolution's only user
-becomes the conv's ``activation``, applied by the library (a oneDNN post-op)
-or tessera's conv kernel before the result is stored: the result is written
-once instead of written, read and written again.
+"""``fuse-conv-epilogues``: an activation after a convolution becomes the
+conv's ``activation``, applied by the library (a oneDNN post-op) or tessera's
+conv kernel before the result is stored: the result is written once instead of
+written, read and written again.
 
     %y = tsr.conv %x, %w, %b {...} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
     %r = tsr.relu %y : (tensor<1x64x56x56xf32, #tsr.layout<nhwc>>) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
     // becomes
     %r = tsr.conv %x, %w, %b {..., activation = "relu"} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
 
-Runs in the fusion step, after the layout passes: the activation must keep
-the conv's type (layout included), else the relayout it carries stays a kernel.
+Runs in the fusion step, after the layout passes and ``fuse-conv-residuals``
+(the activation applies after the residual add). An activation commutes with
+a relayout, so ``relu(relayout(conv))`` becomes ``relayout(conv {activation =
+"relu"})``: the relayout stays a kernel of its own either way.
 """
 
 from __future__ import annotations
@@ -27,19 +29,34 @@ from tessera.dialects import tsr
 ACTIVATION_OPS: dict[type[Operation], str] = {tsr.ReluOp: "relu", tsr.SiluOp: "silu"}
 
 
+def replace_by_conv(rewriter: PatternRewriter, op: Operation, fused: tsr.ConvOp, dead: list[Operation]) -> None:
+    """``op`` replaced by ``fused`` (relayouted to ``op``'s type where it differs); ``dead`` erased."""
+    new: list[Operation] = [fused]
+    if fused.result.type != op.results[0].type:
+        new.append(tsr.RelayoutOp.create(operands=[fused.result], result_types=[op.results[0].type]))
+    new[-1].results[0].name_hint = op.results[0].name_hint
+    rewriter.replace(op, new, [new[-1].results[0]])
+    for d in dead:
+        rewriter.erase(d)
+
+
 class FuseConvActivation(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         name = ACTIVATION_OPS.get(type(op))
-        conv = op.operands[0].owner if name else None
+        if name is None:
+            return
+        between = op.operands[0].owner
+        relayout = between if isinstance(between, tsr.RelayoutOp) and between.result.has_one_use() else None
+        y = relayout.input if relayout is not None else op.operands[0]
+        conv = y.owner
         if (not isinstance(conv, tsr.ConvOp) or conv.activation is not None or not conv.result.has_one_use()
-                or op.results[0].type != conv.result.type):
+                or op.results[0].type.get_element_type() != conv.result.type.get_element_type()
+                or op.results[0].type.get_shape() != conv.result.type.get_shape()):
             return
         fused = tsr.ConvOp.create(operands=list(conv.operands), result_types=[conv.result.type],
                                   properties={**conv.properties, "activation": StringAttr(name)})
-        fused.result.name_hint = op.results[0].name_hint
-        rewriter.replace(op, [fused], [fused.result])
-        rewriter.erase(conv)
+        replace_by_conv(rewriter, op, fused, [d for d in (relayout, conv) if d is not None])
 
 
 @dataclass(frozen=True)

@@ -169,19 +169,29 @@ def _concat(op, env, *xs):
 
 
 @impl(tsr.ConvOp)
-def _conv(op, env, x, w, b=None):
+def _conv(op, env, x, w, *epilogue):
+    b, r = conv_epilogue_operands(op, epilogue)
     y = torch.ops.aten.convolution(
         x, w, b, list(ints(op.stride)), list(ints(op.padding)), list(ints(op.dilation)),
         False, [0] * (x.dim() - 2), op.groups.value.data,
     )
-    return conv_activation(op, y)
+    return conv_epilogue(op, y, r)
 
 
 CONV_ACTIVATION_FNS = {None: lambda y: y, "relu": torch.relu, "silu": F.silu}
 
 
-def conv_activation(op, y: torch.Tensor) -> torch.Tensor:
-    """A ``tsr.conv``'s activation applied to its convolution ``y``."""
+def conv_epilogue_operands(op, values):
+    """A ``tsr.conv``'s (bias, residual) among the values of its operands after the weight."""
+    residual = values[-1] if op.residual is not None else None
+    rest = values[:-1] if op.residual is not None else values
+    return (rest[0] if rest else None), residual
+
+
+def conv_epilogue(op, y: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+    """A ``tsr.conv``'s residual and activation applied to its convolution ``y``."""
+    if residual is not None:
+        y = y + residual
     return CONV_ACTIVATION_FNS[op.activation_name()](y)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
 
 from tessera.dialects import tsr
@@ -117,15 +117,46 @@ def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
     return [d for d in dims[:-1] if d != d_in] + [d_in, dims[-1]]
 
 
-def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[SSAValue]:
-    """The input memrefs worth a transpose tile: same shape as the output,
-    contiguous along ``dims[-2]`` (moved there by ``_transpose_aware``), read
-    only at the output's index, with both tiled dims at least a tile wide."""
+def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[tuple[SSAValue, Attribute]]:
+    """The input memrefs (with their tensor types) worth a transpose tile: same
+    shape as the output, contiguous along ``dims[-2]`` (moved there by
+    ``_transpose_aware``), read only at the output's index, with both tiled
+    dims at least a tile wide."""
     if tile is None or len(dims) < 2 or shape[dims[-2]] < tile or shape[dims[-1]] < tile:
         return []
-    return [ref for arg, ref in reads
+    return [(ref, arg.type) for arg, ref in reads
             if shape_of(arg.type) == tuple(shape) and _loop_dims(arg.type)[-1] == dims[-2]
             and tileable_element(elem_of(arg.type)) and read_at_output_index(arg, shape)]
+
+
+def _tile_grid_order(dims: list[int], out_layout, in_layout) -> list[int]:
+    """The grid dims of a tiled kernel, outermost first (measured on the ResNet
+    block's relayouts, ``bench/relayout.py``). Of the two tiled dims, one keeps
+    its place among the others in both layouts (``w`` between NCHW and NHWC):
+    its tiles are innermost, so consecutive tiles walk both tensors in memory
+    order. The other (``c``) goes just outside it when the output is contiguous
+    along it (the two halves of each output line are written while it is in L1),
+    and outside every other dim when the input is (the output's rows are then
+    written in long sequential runs; the input's lines come back from L2):
+
+        out nhwc, in nchw:  (h | w, c)  ->  (h, c/8, w/8)
+        out nchw, in nhwc:  (h | c, w)  ->  (c/8, h, w/8)
+    """
+    b, a = dims[-2], dims[-1]
+    rest = dims[:-2]
+
+    def without(layout, d):
+        return [x for x in layout if x != d]
+    moving = [m for m in (a, b) if without(out_layout, m) == without(in_layout, m)]
+    if len(moving) != 1:
+        return [*rest, b, a]
+    m = moving[0]
+    s = b if m == a else a
+    if m == a:
+        return [*rest, m, s]
+    lead = [d for d in rest if list(out_layout).index(d) < list(out_layout).index(m)
+            and list(in_layout).index(d) < list(in_layout).index(m)]
+    return [*lead, m, *[d for d in rest if d not in lead], s]
 
 
 def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
@@ -151,7 +182,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
 
     transposed = _transposed_inputs(dims, shape, reads, tile)
     if transposed:
-        _tiled_pointwise(kb, shape, dims, transposed, tile, index, point)
+        _tiled_pointwise(kb, shape, dims, transposed, tile, layout_of(first), index, point)
         return
 
     def grid_body(ivs) -> None:
@@ -169,11 +200,13 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     kb.parallel([shape[d] for d in grid_dims], grid_body)
 
 
-def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list[SSAValue], width: int,
-                     index, point) -> None:
+def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list[tuple[SSAValue, Attribute]],
+                     width: int, out_layout, index, point) -> None:
     """``_pointwise_kernel`` over ``width x width`` tiles of the two innermost
     loop dims, the transposed inputs read through ``TransposeTiles``."""
     b, a = dims[-2], dims[-1]
+    order = _tile_grid_order(dims, out_layout, layout_of(transposed[0][1]))
+    refs = [ref for ref, _ in transposed]
     nb, na = shape[b], shape[a]
     tiles = TransposeTiles(kb, width, len(shape), b, a)
 
@@ -189,7 +222,7 @@ def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list
         kb.for_loop(width, [], over_a)
 
     def full(at, b0, a0) -> list:
-        scratch = [(ref, tiles.fill(ref, at, b0, a0)) for ref in transposed]
+        scratch = [(ref, tiles.fill(ref, at, b0, a0)) for ref in refs]
 
         def inside(pt, bi, ai) -> None:
             idx = index(pt)
@@ -207,15 +240,15 @@ def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list
         return []
 
     def grid_body(ivs) -> None:
-        at = dict(zip(dims[:-2], ivs))
-        b0, a0 = kb.mul(ivs[-2], width), kb.mul(ivs[-1], width)
+        at = dict(zip(order, ivs))
+        b0, a0 = kb.mul(at.pop(b), width), kb.mul(at.pop(a), width)
         if nb % width == 0 and na % width == 0:
             full(at, b0, a0)
             return
         fits = kb.both(kb.cmp("sle", b0, nb - width), kb.cmp("sle", a0, na - width))
         kb.if_else(fits, [], lambda: full(at, b0, a0), lambda: edge(at, b0, a0))
 
-    kb.parallel([shape[d] for d in dims[:-2]] + [-(-nb // width), -(-na // width)], grid_body)
+    kb.parallel([-(-shape[d] // width) if d in (a, b) else shape[d] for d in order], grid_body)
 
 
 def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, reductions, outs) -> None:

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
     f64,
     i8,
@@ -27,7 +28,9 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
+from xdsl.ir import SSAValue
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -54,30 +57,46 @@ CONV_ACTIVATIONS = ("relu", "silu")
 
 @irdl_op_definition
 class ConvOp(IRDLOperation):
-    """Convolution, 1-D to 3-D (rank 3 to 5), with optional bias and an optional
-    activation applied to its result (``fuse-conv-epilogues`` puts it there;
-    the library or kernel computing the conv applies it before storing). The
-    weight is ``[C_out, C_in/groups, k...]`` logically, whatever its layout.
+    """Convolution, 1-D to 3-D (rank 3 to 5), with an optional bias, an optional
+    residual added to its result and an optional activation applied last
+    (``fuse-conv-epilogues`` puts the residual and the activation there; the
+    library or kernel computing the conv applies them before storing):
+    ``result = activation(conv(x, w) + bias + residual)``. The weight is
+    ``[C_out, C_in/groups, k...]`` logically, whatever its layout; the residual
+    has the result's type.
 
         %y = tsr.conv %x, %w, %b {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>,
                dilation = array<i64: 1, 1, 1>, groups = 1 : i64, activation = "relu"}
              : (tensor<1x64x6x34x34xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>, tensor<64xf32>)
             -> tensor<1x64x4x32x32xf32, #tsr.layout<ndhwc>>
+        %z = tsr.conv %x, %w, %b, %r {..., residual}    // the last operand is the residual
     """
 
     name = "tsr.conv"
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
+    epilogue = var_operand_def(TensorType)
+    """The bias and then the residual, each when present."""
     stride = prop_def(I64Array)
     padding = prop_def(I64Array)
     dilation = prop_def(I64Array)
     groups = prop_def(IntegerAttr)
     activation = opt_prop_def(StringAttr)
+    residual = opt_prop_def(UnitAttr)
+    """Set when the last epilogue operand is a residual."""
     result = result_def(TensorType)
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+    assembly_format = "$input `,` $weight (`,` $epilogue^)? attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def bias(self) -> SSAValue | None:
+        n_bias = len(self.epilogue) - (self.residual is not None)
+        return self.epilogue[0] if n_bias == 1 else None
+
+    @property
+    def residual_input(self) -> SSAValue | None:
+        return self.epilogue[-1] if self.residual is not None and self.epilogue else None
 
     def activation_name(self) -> str | None:
         return self.activation.data if self.activation is not None else None
@@ -86,6 +105,11 @@ class ConvOp(IRDLOperation):
         check_values_layouts(list(self.operands) + [self.result], "conv")
         if self.activation_name() not in (None, *CONV_ACTIVATIONS):
             raise VerifyException(f"activation must be one of {', '.join(CONV_ACTIVATIONS)}, got \"{self.activation_name()}\"")
+        if not len(self.epilogue) - (self.residual is not None) in (0, 1):
+            raise VerifyException(f"takes an optional bias{' and the residual' if self.residual else ''} after the weight, "
+                                  f"got {len(self.epilogue)} more operands")
+        if self.residual_input is not None and self.residual_input.type != self.result.type:
+            raise VerifyException(f"the residual must have the result's type {self.result.type}, got {self.residual_input.type}")
         x, w = shape_of(self.input.type), shape_of(self.weight.type)
         expect_rank(self.input.type, (3, 4, 5), "input")
         if len(w) != len(x):

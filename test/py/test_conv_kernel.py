@@ -248,3 +248,31 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     torch._dynamo.reset()
     assert calls["tessera"] == 4  # both convs, both calls
     assert calls["activations"] == {"silu", "none"}  # the SiLU is the first conv's epilogue (fuse-conv-epilogues)
+
+
+def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
+    """With tessera's kernel chosen, ``fuse-conv-residuals`` hands it the block's
+    shortcut: relu(conv2 + x) is one kernel call, equal to eager."""
+    import tessera.compiler.codegen.conv.host as host
+
+    if host._host_isa() is None:
+        pytest.skip("this CPU runs no conv kernel path")
+    residuals = []
+    original = host.TesseraConv.__call__
+
+    def counting(self, x, w, *epilogue):
+        residuals.append(self.spec.residual)
+        return original(self, x, w, *epilogue)
+
+    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv: target == "x86")
+    monkeypatch.setattr(host.TesseraConv, "__call__", counting)
+    from conftest import load_example_module
+
+    block = load_example_module("resnet_block").make_block(16)
+    x = torch.randn(2, 16, 9, 11)
+    with torch.no_grad():
+        torch._dynamo.reset()
+        got = torch.compile(block, backend="tessera")(x)
+        torch.testing.assert_close(got, block(x), rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
+    assert residuals == [False, True]

@@ -159,7 +159,7 @@ def test_transpose_tiles_feed_the_fused_body():
     k = the_kernel(program)
     reads = [op for op in k.walk() if op.name == "vector.transfer_read"]
     assert len(reads) == 8 and all(op.operands[0] is k.body.block.args[0] for op in reads)
-    assert grid_of(k) == [5, 2, 2], "h, then tiles of c and w"
+    assert grid_of(k) == [2, 5, 2], "tiles of c, then h, then tiles of w"
 
 
 @pytest.mark.parametrize("body, why", [

@@ -13,7 +13,8 @@
 // CHECK-NEXT: {{^}}dce {{ *}}``dce``: removes pure ops whose results are unused.
 // CHECK-NEXT: {{^}}fold-affine-into-conv {{ *}}``fold-affine-into-conv``: a per-output-channel scale or shift
 // CHECK-NEXT: {{^}}fold-upsample-into-conv {{ *}}``fold-upsample-into-conv``: a convolution of a nearest-upsampled tensor
-// CHECK-NEXT: {{^}}fuse-conv-epilogues {{ *}}``fuse-conv-epilogues``: an activation that is a convolution's only user
+// CHECK-NEXT: {{^}}fuse-conv-epilogues {{ *}}``fuse-conv-epilogues``: an activation after a convolution becomes the
+// CHECK-NEXT: {{^}}fuse-conv-residuals {{ *}}``fuse-conv-residuals``: a residual added to a convolution's result
 // CHECK-NEXT: {{^}}fuse-int-mm-epilogues {{ *}}``fuse-int-mm-epilogues``: a quantized linear layer's int32 -> float epilogue
 // CHECK-NEXT: {{^}}fuse-kernels {{ *}}``fuse-kernels``:
 // CHECK-NEXT: {{^}}fuse-relayouts {{ *}}``fuse-relayouts``: a relayout that meets a kernel disappears into it.

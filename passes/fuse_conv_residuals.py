@@ -1,0 +1,102 @@
+"""``fuse-conv-residuals``: a residual added to a convolution's result
+becomes the conv's ``residual`` operand, added by the library (a oneDNN
+binary post-op) or tessera's conv kernel before the result is stored (and
+before the activation ``fuse-conv-epilogues`` may put there next):
+
+    %y = tsr.conv %x, %w, %b {...} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
+    %s = tsr.add %y, %r : (tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, tensor<1x64x56x56xf32, #tsr.layout<nhwc>>) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
+    // becomes
+    %s = tsr.conv %x, %w, %b, %r {..., residual} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
+
+Only where the conv runs on tessera's own kernel (``codegen/conv``, as the
+kernel cost model decides), whose epilogue adds the residual in registers:
+oneDNN's binary post-op measured slower than leaving the add to the next
+kernel (ResNet block, 1x64x56x56, 2 threads: 0.96x against 1.00x of Inductor
+with freezing; ``BENCHMARKS.md``), so convs oneDNN computes keep a separate
+add. ``always`` fuses every one (``fuse-conv-residuals{always=true}``).
+
+Runs in the fusion step, after the layout passes. The residual must already
+be there in the conv's layout: the add's other operand itself, or a relayout
+of it the graph computes anyway (a ResNet block's input, relayouted for its
+first conv). An add whose result has another layout leaves a relayout of the
+fused conv behind:
+
+    %s = tsr.add %y, %x : (...nhwc>>, ...nchw>>) -> tensor<1x64x56x56xf32, #tsr.layout<nchw>>
+    // with %xr = tsr.relayout %x : (...nchw>>) -> (...nhwc>>) earlier in the graph, becomes
+    %c = tsr.conv %x1, %w, %b, %xr {..., residual} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
+    %s = tsr.relayout %c : (...nhwc>>) -> tensor<1x64x56x56xf32, #tsr.layout<nchw>>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+
+from tessera.dialects import tsr
+
+from .fuse_conv_epilogues import replace_by_conv
+
+
+def _bare_conv(v: SSAValue) -> tsr.ConvOp | None:
+    """The conv computing ``v`` when ``v`` is its only use and it has no epilogue yet."""
+    conv = v.owner
+    if isinstance(conv, tsr.ConvOp) and conv.activation is None and conv.residual is None and conv.result.has_one_use():
+        return conv
+    return None
+
+
+def _in_layout(v: SSAValue, t: Attribute, before: Operation) -> SSAValue | None:
+    """``v`` with type ``t``: itself, or a relayout of it computed before ``before`` in its block."""
+    if v.type == t:
+        return v
+    for use in v.uses:
+        r = use.operation
+        if (isinstance(r, tsr.RelayoutOp) and r.result.type == t and r.parent_block() is before.parent_block()
+                and r.is_before_in_block(before)):
+            return r.result
+    return None
+
+
+def _own_kernel(conv: tsr.ConvOp) -> bool:
+    from tessera.compiler.codegen.conv.host import wants_tessera
+
+    return wants_tessera(conv)
+
+
+@dataclass
+class FuseConvResidual(RewritePattern):
+    always: bool = False
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tsr.AddOp, rewriter: PatternRewriter) -> None:
+        lhs, rhs = op.operands
+        for y, r in ((lhs, rhs), (rhs, lhs)):
+            conv = _bare_conv(y) if y is not r else None
+            if conv is None or not isinstance(r.type, TensorType) or not (self.always or _own_kernel(conv)):
+                continue
+            t = conv.result.type
+            if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()
+                    or op.result.type.get_shape() != t.get_shape()
+                    or op.result.type.get_element_type() != t.get_element_type()):
+                continue
+            residual = _in_layout(r, t, op)
+            if residual is None:
+                continue
+            fused = tsr.ConvOp.create(operands=[*conv.operands, residual], result_types=[t],
+                                      properties={**conv.properties, "residual": UnitAttr()})
+            replace_by_conv(rewriter, op, fused, [conv])
+            return
+
+
+@dataclass(frozen=True)
+class FuseConvResiduals(ModulePass):
+    name = "fuse-conv-residuals"
+    always: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(FuseConvResidual(self.always)).rewrite_module(op)
