@@ -57,10 +57,15 @@ def modes(name: str):
 
         model, args = eager()
         compiled = torch.compile(model)
+        state = {"compiled": False}
 
         def run(*a):
-            with cfg.patch(freezing=True):
+            if state["compiled"]:  # the frozen graph is compiled: call it as a user would
                 return compiled(*a)
+            with cfg.patch(freezing=True):  # patching the config per call would cost ~0.25 ms
+                out = compiled(*a)
+            state["compiled"] = True
+            return out
         return run, args
 
     def tessera():

@@ -40,6 +40,8 @@ class Placement:
         return cls(dtypes.to_torch(ttype.get_element_type()), shape, strides_for(shape, layout_of(ttype)))
 
     def holds(self, t: torch.Tensor) -> bool:
+        if t.stride() == self.strides:  # the common case, in one comparison (checked on every call)
+            return t.shape == self.shape and t.dtype == self.dtype
         return t.dtype == self.dtype and tuple(t.shape) == self.shape and _same_strides(t, self.strides)
 
 

@@ -95,6 +95,7 @@ class Program:
     _alloc: dict[int, tuple] = field(init=False, repr=False, compare=False)
     _checked: list = field(init=False, repr=False, compare=False)
     _outputs: frozenset[int] = field(init=False, repr=False, compare=False)
+    _launched: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _kept: dict[int, torch.Tensor] = field(init=False, repr=False, compare=False)
     _running: threading.Lock = field(init=False, repr=False, compare=False)
 
@@ -130,6 +131,9 @@ class Program:
         object.__setattr__(self, "_alloc", {s.buffer: _placement(s.type) for s in self.steps if isinstance(s, Alloc)})
         object.__setattr__(self, "_checked", [None])  # the inputs of the last run whose launches were checked
         object.__setattr__(self, "_outputs", frozenset(self.outputs))
+        launched = {b for step in self.steps if isinstance(step, Launch) for b in step.args}
+        # positions of the inputs a kernel reads: the only buffers whose placement a run cannot foresee
+        object.__setattr__(self, "_launched", tuple(i for i, b in enumerate(self.inputs) if b in launched))
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
 
@@ -138,12 +142,14 @@ class Program:
         when given (``bench/step_profile.py``).
 
         Kernel launches check their tensors (:meth:`Kernel.check`) on the first run
-        and whenever the inputs' dtypes, shapes, strides or devices differ from the
-        last checked run; otherwise every buffer is as it was then (allocations and
-        library results are placed by their types), and launches skip the check."""
+        and whenever the dtypes, shapes, strides or devices of the inputs kernels
+        read differ from the last checked run; otherwise every buffer is as it was
+        then (allocations and library results are placed by their types), and
+        launches skip the check."""
         if len(tensors) != len(self.inputs):
             raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
-        seen = tuple((t.dtype, t.shape, t.stride(), t.device) if isinstance(t, torch.Tensor) else t for t in tensors)
+        seen = tuple((t.dtype, t.shape, t.stride(), t.device) if isinstance(t, torch.Tensor) else t
+                     for t in (tensors[i] for i in self._launched))
         trusted = seen == self._checked[0]
         keep = self.reuse_buffers and self._running.acquire(blocking=False)  # one run at a time keeps buffers
         try:

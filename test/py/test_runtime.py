@@ -361,6 +361,15 @@ def test_program_checks_launches_again_when_its_inputs_change(scale_module, monk
         prog.run(x.contiguous(), s)
     assert len(checks) == 2
 
+    # An input only a library call reads is not part of the launches' signature.
+    lib = Program(steps=[Alloc(3, nhwc), Launch(k, (0, 1, 3)), Call(lambda a, b: a + b, (3, 2), (4,))],
+                  inputs=(0, 1, 2), outputs=(4,))
+    checks.clear()
+    for other in (x, x.contiguous(), x):
+        (y,) = lib.run(x, s, other)
+        torch.testing.assert_close(y, scale_reference(x, s) + other, rtol=1e-5, atol=1e-5)
+    assert len(checks) == 1
+
 
 def test_program_errors(scale_module):
     k = scale_module.kernel("scale")
