@@ -26,7 +26,7 @@ import torch.fx
 from functorch.compile import make_boxed_func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from tessera.passes import FUSION_PIPELINE, PIPELINES
+from tessera.passes import FUSION_PIPELINES, PIPELINES
 from tessera.runtime.layouts import Placement, in_layout
 
 from .capture import aot_backend
@@ -58,7 +58,8 @@ class BackendOptions:
         if self.target not in PIPELINES:
             raise ValueError(f"tessera: unknown target '{self.target}', expected one of {sorted(PIPELINES)}")
         object.__setattr__(self, "disable", tuple(self.disable))
-        optional = [_pass_name(p) for p in (*PIPELINES[self.target], *FUSION_PIPELINE) if p not in ("dce", "fuse-kernels")]
+        optional = [_pass_name(p) for p in (*PIPELINES[self.target], *FUSION_PIPELINES[self.target])
+                    if p not in ("dce", "fuse-kernels")]
         unknown = sorted(set(self.disable) - set(optional))
         if unknown:
             raise ValueError(f"tessera: cannot disable {unknown}: not in the {self.target} pipeline "
@@ -122,7 +123,7 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
 
     from .stages import fuse_kernels, lower_kernels
 
-    program_ir = lower_kernels(fuse_kernels(module, options.disable), options.target)
+    program_ir = lower_kernels(fuse_kernels(module, options.target, options.disable), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
     features = options.features
     if features is None and device.type == "cuda":

@@ -69,13 +69,14 @@ def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
     return StageOutput(module, print_module(module), "mlir")
 
 
-def fuse_kernels(module: ModuleOp, disable: tuple[str, ...] = ()) -> ModuleOp:
+def fuse_kernels(module: ModuleOp, target: str = "x86", disable: tuple[str, ...] = ()) -> ModuleOp:
     """A copy of a graph-optimized module with its fusible groups in ``tsr.fused``
-    regions (``disable``: epilogue fusions left out, as the backend option)."""
-    from tessera.passes import FUSION_PIPELINE
+    regions, by ``target``'s fusion pipeline (``disable``: epilogue fusions left
+    out, as the backend option)."""
+    from tessera.passes import FUSION_PIPELINES
 
     fused = module.clone()
-    build_pipeline(tuple(p for p in FUSION_PIPELINE if p not in disable)).apply(make_context(), fused)
+    build_pipeline(tuple(p for p in FUSION_PIPELINES[target] if p not in disable)).apply(make_context(), fused)
     verify_module(fused)
     return fused
 
@@ -106,7 +107,7 @@ THREAD_PER_POINT = ("ptx", "metal")
 
 
 def _fused(prev: StageOutput, opts: StageOptions) -> StageOutput:
-    module = fuse_kernels(prev.value)
+    module = fuse_kernels(prev.value, opts.target)
     return StageOutput(module, print_module(module), "mlir")
 
 

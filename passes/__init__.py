@@ -58,6 +58,13 @@ HALF_COMPUTE: dict[str, str] = {"x86": "f32-compute", "ptx": "f32-compute", "met
 # The graph-level pipeline of each target, run between the `graph` and `graph-opt` stages.
 PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, policy in HALF_COMPUTE.items()}
 
-# The fusion step (between `graph-opt` and `fused`): library ops take the epilogues
-# they compute themselves, then the remaining pointwise/reduction groups become kernels.
-FUSION_PIPELINE: tuple[str, ...] = ("fuse-conv-residuals", "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+# The fusion step (between `graph-opt` and `fused`) of each target: library ops take the
+# epilogues they compute themselves, then the remaining pointwise/reduction groups become
+# kernels. A conv takes its residual add only on x86 (oneDNN's binary post-op, tessera's conv
+# kernel); GPU convs (cuDNN through ATen) would add it in a separate ATen kernel.
+_EPILOGUES_AND_KERNELS = ("fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+FUSION_PIPELINES: dict[str, tuple[str, ...]] = {
+    "x86": ("fuse-conv-residuals", *_EPILOGUES_AND_KERNELS),
+    "ptx": _EPILOGUES_AND_KERNELS,
+    "metal": _EPILOGUES_AND_KERNELS,
+}

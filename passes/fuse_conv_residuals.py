@@ -8,12 +8,12 @@ before the activation ``fuse-conv-epilogues`` may put there next):
     // becomes
     %s = tsr.conv %x, %w, %b, %r {..., residual} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
 
-Only where the conv runs on tessera's own kernel (``codegen/conv``, as the
-kernel cost model decides), whose epilogue adds the residual in registers:
-oneDNN's binary post-op measured slower than leaving the add to the next
-kernel (ResNet block, 1x64x56x56, 2 threads: 0.96x against 1.00x of Inductor
-with freezing; ``BENCHMARKS.md``), so convs oneDNN computes keep a separate
-add. ``always`` fuses every one (``fuse-conv-residuals{always=true}``).
+In the x86 fusion pipeline only (``passes.FUSION_PIPELINES``), where both
+conv implementations add it as they store: oneDNN's binary post-op and tessera's
+conv kernel epilogue. Measured on the ResNet block (1x64x56x56, 2 threads,
+``BENCHMARKS.md``): 1.2-2.5% faster end to end than the add left to the output
+relayout kernel. GPU convs (cuDNN through ATen) would add it in an ATen kernel
+of its own, so their pipelines leave it to the pointwise kernels.
 
 Runs in the fusion step, after the layout passes. The residual must already
 be there in the conv's layout: the add's other operand itself, or a relayout
@@ -62,22 +62,13 @@ def _in_layout(v: SSAValue, t: Attribute, before: Operation) -> SSAValue | None:
     return None
 
 
-def _own_kernel(conv: tsr.ConvOp) -> bool:
-    from tessera.compiler.codegen.conv.host import wants_tessera
-
-    return wants_tessera(conv)
-
-
-@dataclass
 class FuseConvResidual(RewritePattern):
-    always: bool = False
-
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.AddOp, rewriter: PatternRewriter) -> None:
         lhs, rhs = op.operands
         for y, r in ((lhs, rhs), (rhs, lhs)):
             conv = _bare_conv(y) if y is not r else None
-            if conv is None or not isinstance(r.type, TensorType) or not (self.always or _own_kernel(conv)):
+            if conv is None or not isinstance(r.type, TensorType):
                 continue
             t = conv.result.type
             if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()
@@ -96,7 +87,6 @@ class FuseConvResidual(RewritePattern):
 @dataclass(frozen=True)
 class FuseConvResiduals(ModulePass):
     name = "fuse-conv-residuals"
-    always: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseConvResidual(self.always)).rewrite_module(op)
+        PatternRewriteWalker(FuseConvResidual()).rewrite_module(op)
