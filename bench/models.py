@@ -3,6 +3,7 @@ in five modes timed in one process: eager, eager channels-last, Inductor
 (``torch.compile`` default), Inductor with ``freezing=True``, and tessera.
 
     .venv/bin/python bench/models.py [--models video_vae_block,vae2d_block] [--reps 10] [--threads 2]
+        [--modes "Inductor freezing,tessera"] [--without fuse-conv-residuals]
 
 For each model: first-call time (compile included), steady-state median after
 warm-up (modes interleaved round by round), the largest difference from eager,
@@ -38,8 +39,9 @@ def _channels_last(model, args):
     return m, xs
 
 
-def modes(name: str):
-    """(mode name, make() -> (fn, args)) for each mode; make() may compile lazily."""
+def modes(name: str, without: tuple[str, ...] = ()):
+    """(mode name, make() -> (fn, args)) for each mode; make() may compile lazily.
+    ``without``: passes to measure, each adding a tessera mode with it disabled."""
     def eager():
         model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
         return model, args
@@ -69,19 +71,24 @@ def modes(name: str):
                 cfg.freezing = False
         return run, args
 
-    def tessera():
+    def tessera(disable=()):
         model, args = eager()
-        return torch.compile(model, backend="tessera"), args
+        return torch.compile(model, backend="tessera", options={"disable": disable}), args
 
-    return [("eager", eager), ("eager CL", eager_cl), ("Inductor", inductor),
-            ("Inductor freezing", inductor_frozen), ("tessera", tessera)]
+    out = [("eager", eager), ("eager CL", eager_cl), ("Inductor", inductor),
+           ("Inductor freezing", inductor_frozen), ("tessera", tessera)]
+    for p in without:
+        out.append((f"tessera -{p}", lambda p=p: tessera((p,))))
+    return out
 
 
-def bench_model(name: str, reps: int) -> list[dict]:
+def bench_model(name: str, reps: int, only: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> list[dict]:
     rows, fns = [], []
     ref = None
     with torch.no_grad():
-        for mode, make in modes(name):
+        for mode, make in modes(name, without):
+            if only and mode not in only and mode != "eager":  # eager stays: the reference
+                continue
             torch._dynamo.reset()  # each compiled mode compiles afresh, not from another mode's cache
             fn, args = make()
             t0 = time.perf_counter()
@@ -109,17 +116,22 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--modes", default="", help="comma-separated modes to time (default: all; eager always runs)")
+    ap.add_argument("--without", default="", help="comma-separated passes: a tessera mode with each disabled")
     a = ap.parse_args()
+    only = tuple(m for m in a.modes.split(",") if m)
+    without = tuple(p for p in a.without.split(",") if p)
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {a.threads} threads")
     table = ["| model | mode | first call (s) | median (ms) | vs Inductor | vs Inductor freezing | max abs diff vs eager |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for name in a.models.split(","):
-        rows = bench_model(name, a.reps)
+        rows = bench_model(name, a.reps, only, without)
         by = {r["mode"]: r["median_ms"] for r in rows}
         for r in rows:
+            ratio = lambda mode: f"{by[mode] / r['median_ms']:.2f}x" if mode in by else "-"  # noqa: E731
             line = (f"| {name} | {r['mode']} | {r['first_s']:.1f} | {r['median_ms']:.2f} | "
-                    f"{by['Inductor'] / r['median_ms']:.2f}x | {by['Inductor freezing'] / r['median_ms']:.2f}x | {r['err']:.1e} |")
+                    f"{ratio('Inductor')} | {ratio('Inductor freezing')} | {r['err']:.1e} |")
             table.append(line)
             print(line, flush=True)
     print("\n".join(table))
