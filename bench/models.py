@@ -6,13 +6,14 @@ in five modes timed in one process: eager, eager channels-last, Inductor
         [--modes "Inductor freezing,tessera"] [--without fuse-conv-residuals]
 
 For each model: first-call time (compile included), steady-state median after
-warm-up (modes interleaved round by round), the largest difference from eager,
+warm-up (modes interleaved round by round, in a new random order each round), the largest difference from eager,
 and the ratios against Inductor. Prints a Markdown table for ``BENCHMARKS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from pathlib import Path
@@ -101,8 +102,11 @@ def bench_model(name: str, reps: int, only: tuple[str, ...] = (), without: tuple
             rows.append({"mode": mode, "first_s": first, "err": err, "ms": []})
         for fn_ in fns:  # warm-up
             fn_[1](*fn_[2])
+        order = random.Random(0)
+        pairs = list(zip(rows, fns))
         for _ in range(reps):
-            for row, (mode, fn, args) in zip(rows, fns):
+            order.shuffle(pairs)  # a new order each round: no mode always runs after the same one
+            for row, (mode, fn, args) in pairs:
                 t0 = time.perf_counter()
                 fn(*args)
                 row["ms"].append((time.perf_counter() - t0) * 1e3)

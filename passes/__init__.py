@@ -60,8 +60,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, po
 
 # The fusion step (between `graph-opt` and `fused`) of each target: library ops take the
 # epilogues they compute themselves, then the remaining pointwise/reduction groups become
-# kernels. A conv takes its residual add only on x86 (oneDNN's binary post-op, tessera's conv
-# kernel); GPU convs (cuDNN through ATen) would add it in a separate ATen kernel.
+# kernels. A conv takes its residual add only on x86, where tessera's conv kernel adds it in
+# its epilogue (fuse-conv-residuals); GPU convs (cuDNN through ATen) would add it in an ATen kernel.
 _EPILOGUES_AND_KERNELS = ("fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
 FUSION_PIPELINES: dict[str, tuple[str, ...]] = {
     "x86": ("fuse-conv-residuals", *_EPILOGUES_AND_KERNELS),

@@ -8,12 +8,15 @@ before the activation ``fuse-conv-epilogues`` may put there next):
     // becomes
     %s = tsr.conv %x, %w, %b, %r {..., residual} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
 
-In the x86 fusion pipeline only (``passes.FUSION_PIPELINES``), where both
-conv implementations add it as they store: oneDNN's binary post-op and tessera's
-conv kernel epilogue. Measured on the ResNet block (1x64x56x56, 2 threads,
-``BENCHMARKS.md``): 1.2-2.5% faster end to end than the add left to the output
-relayout kernel. GPU convs (cuDNN through ATen) would add it in an ATen kernel
-of its own, so their pipelines leave it to the pointwise kernels.
+In the x86 fusion pipeline only (``passes.FUSION_PIPELINES``), and there only
+where tessera's conv kernel computes the conv (``conv_kernel_model``), whose
+epilogue adds the residual in registers as it stores. oneDNN's binary
+post-op was measured 1-3% slower end to end than leaving the add to the
+kernel after the conv (ResNet block, 1x64x56x56, 2 threads, five runs of
+``bench/models.py --without fuse-conv-residuals`` in random order;
+``BENCHMARKS.md``), so convs oneDNN computes keep the add outside;
+``all_convs=true`` fuses into every conv. GPU convs (cuDNN through ATen) would
+add it in an ATen kernel of its own: their pipelines leave the pass out.
 
 Runs in the fusion step, after the layout passes. The residual must already
 be there in the conv's layout: the add's other operand itself, or a relayout
@@ -62,13 +65,22 @@ def _in_layout(v: SSAValue, t: Attribute, before: Operation) -> SSAValue | None:
     return None
 
 
+def _own_kernel(conv: tsr.ConvOp) -> bool:
+    from tessera.compiler.codegen.conv.host import wants_tessera
+
+    return wants_tessera(conv)
+
+
+@dataclass
 class FuseConvResidual(RewritePattern):
+    all_convs: bool = False
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.AddOp, rewriter: PatternRewriter) -> None:
         lhs, rhs = op.operands
         for y, r in ((lhs, rhs), (rhs, lhs)):
             conv = _bare_conv(y) if y is not r else None
-            if conv is None or not isinstance(r.type, TensorType):
+            if conv is None or not isinstance(r.type, TensorType) or not (self.all_convs or _own_kernel(conv)):
                 continue
             t = conv.result.type
             if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()
@@ -87,6 +99,7 @@ class FuseConvResidual(RewritePattern):
 @dataclass(frozen=True)
 class FuseConvResiduals(ModulePass):
     name = "fuse-conv-residuals"
+    all_convs: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseConvResidual()).rewrite_module(op)
+        PatternRewriteWalker(FuseConvResidual(self.all_convs)).rewrite_module(op)
