@@ -20,8 +20,11 @@ Kernel arguments are the fused op's operands, then its results. Grid: a
 pointwise kernel is parallel over the dims of its (first) output's memory
 order except the innermost, which is an ``scf.for``; a reduction kernel is
 parallel over every kept dim, with the reduced dims as loops inside. Dims of
-size 1 are not looped over. Kernels that come out identical share one
-function (three relayouts of same-shaped weights launch one kernel).
+size 1 are not looped over. With ``transpose_tile`` (x86), an input read
+across its contiguous dim goes through in-register transpose tiles
+(``transpose_tiles.py``) and the grid walks tiles of the two innermost dims.
+Kernels that come out identical share one function (three relayouts of
+same-shaped weights launch one kernel).
 """
 
 from __future__ import annotations
@@ -130,8 +133,9 @@ def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[
 
 
 def _tile_grid_order(dims: list[int], out_layout, in_layout) -> list[int]:
-    """The grid dims of a tiled kernel, outermost first (measured on the ResNet
-    block's relayouts, ``bench/relayout.py``). Of the two tiled dims, one keeps
+    """The grid dims of a tiled kernel, outermost first (chosen by timing both
+    orders of the ResNet block's relayouts, warm and from DRAM; BENCHMARKS.md,
+    ``bench/relayout.py``). Of the two tiled dims, one keeps
     its place among the others in both layouts (``w`` between NCHW and NHWC):
     its tiles are innermost, so consecutive tiles walk both tensors in memory
     order. The other (``c``) goes just outside it when the output is contiguous

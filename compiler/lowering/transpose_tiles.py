@@ -54,8 +54,6 @@ from tessera.dialects.tsr.shapes import shape_of
 
 from .kernel_builder import KernelBuilder
 
-Index = tuple[SSAValue, ...]
-
 INDEX_PRESERVING = (*ELEMENTWISE_OPS, tsr.ConvertOp, tsr.RelayoutOp)
 """Ops whose result at an index reads their tensor operands at the same index
 (when the operand has the result's shape)."""
@@ -121,8 +119,9 @@ class TransposeTiles:
         idx = [at.get(d, kb.index(0)) for d in range(self.rank)]
         along = AffineMap(self.rank, 0, (AffineExpr.dimension(self.b),))
         elem = vec.element_type
-        return kb.value(vector.TransferReadOp(
-            ref, idx, kb.const(0.0 if dtypes.is_float(elem) else 0, elem), vec, ArrayAttr([BoolAttr.from_bool(True)]), AffineMapAttr(along)))
+        pad = kb.const(0.0 if dtypes.is_float(elem) else 0, elem)  # never read: the reads are in bounds
+        return kb.value(vector.TransferReadOp(ref, idx, pad, vec, ArrayAttr([BoolAttr.from_bool(True)]),
+                                              AffineMapAttr(along)))
 
     def _shuffle(self, x: SSAValue, y: SSAValue, mask: list[int], vec: VectorType) -> SSAValue:
         return self.kb.value(vector.ShuffleOp(x, y, DenseArrayBase.from_list(i64, mask), result_type=vec))
