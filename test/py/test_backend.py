@@ -103,7 +103,7 @@ def test_channels_last_output_keeps_eager_strides(capsys):
 
 
 @pytest.mark.parametrize("shape, dtype", [((2, 19, 13, 11), torch.float32), ((1, 24, 3, 17, 16), torch.bfloat16),
-                                          ((1, 64, 56, 56), torch.float32)])
+                                          ((1, 16, 9, 24), torch.float16), ((1, 64, 56, 56), torch.float32)])
 def test_transposing_kernels_match_eager(shape, dtype, caplog):
     """Relayouts fused into elementwise kernels (compiled through the x86
     transpose tiles, edge tiles included) give eager's values and strides."""
