@@ -35,7 +35,7 @@ from .fx_import import import_graph
 from .host_program import HostProgram, build_host_program
 from .interpreter import Interpreter, find_function
 from .ir_io import print_module, verify_module
-from .pass_pipeline import build_pipeline
+from .pass_pipeline import build_pipeline, pass_name, without
 
 log = logging.getLogger("tessera")
 
@@ -58,7 +58,7 @@ class BackendOptions:
         if self.target not in PIPELINES:
             raise ValueError(f"tessera: unknown target '{self.target}', expected one of {sorted(PIPELINES)}")
         object.__setattr__(self, "disable", tuple(self.disable))
-        optional = [_pass_name(p) for p in (*PIPELINES[self.target], *FUSION_PIPELINES[self.target])
+        optional = [pass_name(p) for p in (*PIPELINES[self.target], *FUSION_PIPELINES[self.target])
                     if p not in ("dce", "fuse-kernels")]
         unknown = sorted(set(self.disable) - set(optional))
         if unknown:
@@ -67,7 +67,7 @@ class BackendOptions:
 
     def pipeline(self) -> tuple[str, ...]:
         """The target's graph pipeline without the disabled passes."""
-        return tuple(p for p in PIPELINES[self.target] if _pass_name(p) not in self.disable)
+        return without(PIPELINES[self.target], self.disable)
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> "BackendOptions":
@@ -77,10 +77,6 @@ class BackendOptions:
         if unknown:
             raise ValueError(f"tessera: unknown options {unknown}, expected some of {sorted(known)}")
         return cls(**options)
-
-
-def _pass_name(spec: str) -> str:
-    return spec.split("{", 1)[0]
 
 
 class GraphProgram:

@@ -21,7 +21,7 @@ from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
 from tessera.dialects.tsr.shapes import elem_of, ints
 
-from .interpreter.impls import CONV_ACTIVATION_FNS, IMPLS, conv_epilogue, conv_epilogue_operands
+from .interpreter.impls import IMPLS, ConvEpilogue
 from .weight_cache import PackedWeight
 
 REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
@@ -52,7 +52,7 @@ class OneDnnConv:
     conv. Tensors oneDNN does not take, and autograd, go through ATen's dispatch."""
 
     def __init__(self, op: tsr.ConvOp):
-        self.op = op
+        self.epilogue = ConvEpilogue.of(op)
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
         self.activation = ONEDNN_ACTIVATIONS[op.activation_name()]
@@ -62,46 +62,40 @@ class OneDnnConv:
             w, self.padding, self.stride, self.dilation, self.groups, self.input_size))
         self.__name__ = "onednn_conv"
 
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-        b, r = conv_epilogue_operands(self.op, epilogue)
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
+        b, r = self.epilogue.split(operands)
         if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
                 and not torch.is_grad_enabled()):
             if self.packed and r is None:  # the activation as a oneDNN post-op: applied before the result is stored
                 return torch.ops.mkldnn._convolution_pointwise(
                     x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation, [], "")
-            if self.packed and r.dtype == x.dtype and _channels_last_tensor(r):
+            if self.packed:  # the residual as a binary post-op (oneDNN reads it in any layout)
                 return self._with_residual(x, self.weight(w), b, r)
-            return conv_epilogue(self.op, torch.ops.aten.mkldnn_convolution(
+            return self.epilogue.apply(torch.ops.aten.mkldnn_convolution(
                 x, w, b, self.padding, self.stride, self.dilation, self.groups), r)
-        return conv_epilogue(self.op, torch.ops.aten.convolution(
+        return self.epilogue.apply(torch.ops.aten.convolution(
             x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
 
     def _with_residual(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, r: torch.Tensor) -> torch.Tensor:
-        name = self.op.activation_name()
-        fused = name in ONEDNN_ACTIVATIONS_AFTER_ADD
+        fused = self.epilogue.activation in ONEDNN_ACTIVATIONS_AFTER_ADD
         y = torch.ops.mkldnn._convolution_pointwise.binary(
             x, r, w, b, self.padding, self.stride, self.dilation, self.groups, "add", None,
-            ONEDNN_ACTIVATIONS_AFTER_ADD[name] if fused else None, [], "")
-        return y if fused else CONV_ACTIVATION_FNS[name](y)
-
-
-def _channels_last_tensor(t: torch.Tensor) -> bool:
-    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
-    return fmt is not None and t.is_contiguous(memory_format=fmt)
+            ONEDNN_ACTIVATIONS_AFTER_ADD.get(self.epilogue.activation), [], "")
+        return y if fused else self.epilogue.apply(y)  # the activation oneDNN refuses after an add
 
 
 class AtenConv:
     """``tsr.conv`` on a GPU: ATen's convolution (cuDNN on CUDA) in the layout the passes chose."""
 
     def __init__(self, op: tsr.ConvOp):
-        self.op = op
+        self.epilogue = ConvEpilogue.of(op)
         self.args = (ints(op.stride), ints(op.padding), ints(op.dilation), False, [0] * len(ints(op.stride)),
                      op.groups.value.data)
         self.__name__ = "aten_conv"
 
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-        b, r = conv_epilogue_operands(self.op, epilogue)
-        return conv_epilogue(self.op, torch.ops.aten.convolution(x, w, b, *self.args), r)
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
+        b, r = self.epilogue.split(operands)
+        return self.epilogue.apply(torch.ops.aten.convolution(x, w, b, *self.args), r)
 
 
 class MklLinear:

@@ -34,6 +34,16 @@ def build_pipeline(spec: str | Sequence[str], callback: PassPipelineCallbackType
     return PassPipeline(passes, callback)
 
 
+def pass_name(spec: str) -> str:
+    """The pass a pipeline entry names: ``assign-layouts{target=x86}`` -> ``assign-layouts``."""
+    return spec.split("{", 1)[0]
+
+
+def without(pipeline: Sequence[str], names: Sequence[str]) -> tuple[str, ...]:
+    """``pipeline`` with the entries of the passes ``names`` left out (options or not)."""
+    return tuple(p for p in pipeline if pass_name(p) not in names)
+
+
 def target_pipeline(target: str) -> tuple[str, ...]:
     if target not in PIPELINES:
         raise UnknownPassError(f"no pipeline for target '{target}'; targets: {', '.join(sorted(PIPELINES))}")

@@ -21,7 +21,7 @@ from .context import make_context
 from .errors import TesseraError, UnsupportedStage
 from .fx_import import import_graph
 from .ir_io import print_module, verify_module
-from .pass_pipeline import build_pipeline, target_pipeline
+from .pass_pipeline import build_pipeline, target_pipeline, without
 
 COMMON_STAGES = ("fx", "graph", "graph-opt", "fused", "kernel", "llvm")
 ARTIFACT_STAGES = {"x86": ("asm", "obj"), "ptx": ("ptx", "cubin"), "metal": ("msl", "metallib")}
@@ -76,7 +76,7 @@ def fuse_kernels(module: ModuleOp, target: str = "x86", disable: tuple[str, ...]
     from tessera.passes import FUSION_PIPELINES
 
     fused = module.clone()
-    build_pipeline(tuple(p for p in FUSION_PIPELINES[target] if p not in disable)).apply(make_context(), fused)
+    build_pipeline(without(FUSION_PIPELINES[target], disable)).apply(make_context(), fused)
     verify_module(fused)
     return fused
 
@@ -100,7 +100,9 @@ def lower_kernels(fused: ModuleOp, target: str):
 
 TRANSPOSE_TILE = {"x86": 8}
 """Targets whose relayout reads go through in-register transpose tiles, and
-the tile width (``lowering.transpose_tiles``; 8 x 8 suits AVX2 and AVX-512)."""
+the tile width (``lowering.transpose_tiles``): 8 x 8, one ymm per row on AVX2
+and AVX-512 alike; 16 x 16 tiles were 1.1x faster only with warm caches in a
+C test of the ResNet block's relayout (BENCHMARKS.md), and not built."""
 
 THREAD_PER_POINT = ("ptx", "metal")
 """Targets that run one thread per grid point (``codegen.nvptx.thread_per_point``)."""

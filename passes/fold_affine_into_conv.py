@@ -90,8 +90,7 @@ class FoldAffineIntoConvPattern(RewritePattern):
             else:
                 cls = tsr.AddOp if isinstance(op, tsr.AddOp) else tsr.SubOp
                 bias = emit(cls.create(operands=[bias, shift], result_types=[bias.type]))
-        folded = tsr.ConvOp.create(operands=[conv.input, weight] + ([bias] if bias is not None else []),
-                                   result_types=[op.results[0].type], properties=dict(conv.properties))
+        folded = tsr.ConvOp.with_epilogue(conv.input, weight, bias, None, op.results[0].type, conv.properties)
         folded.result.name_hint = op.results[0].name_hint
         rewriter.replace(op, [*new, folded], [folded.result])
         rewriter.erase(conv)

@@ -37,8 +37,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.ops_polyphase import PolyphaseDim, i64_array
-from tessera.dialects.tsr.shapes import elem_of, ints, numel, shape_of
+from tessera.dialects.tsr.ops_polyphase import PolyphaseDim
+from tessera.dialects.tsr.shapes import elem_of, i64_array, ints, numel, shape_of
 
 MAX_FLOP_RATIO = 0.8
 
@@ -86,19 +86,17 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
             operands=[w], result_types=[_tensor([phases * ws[0], ws[1], *(d.taps for d in dims)], w.type)],
             properties={"scales": scales, "padding": conv.padding})
         new += [zero, padded, weight]
-        operands = [padded.result, weight.result]
+        bias = None
         if conv.bias is not None:
             bias = tsr.ConcatOp.create(operands=[conv.bias] * phases,
                                        result_types=[_tensor([phases * ws[0]], conv.bias.type)],
                                        properties={"dim": IntegerAttr(0, i64)})
             new.append(bias)
-            operands.append(bias.results[0])
         out = shape_of(conv.result.type)
-        poly = tsr.ConvOp.create(
-            operands=operands,
-            result_types=[_tensor([out[0], phases * ws[0], *(d.conv_size(n) for d, n in zip(dims, xs[2:]))], conv.result.type)],
-            properties={"stride": conv.stride, "padding": i64_array([0] * len(dims)), "dilation": conv.dilation,
-                        "groups": conv.groups, **({"activation": conv.activation} if conv.activation else {})})
+        poly = tsr.ConvOp.with_epilogue(
+            padded.result, weight.result, bias.results[0] if bias is not None else None, None,
+            _tensor([out[0], phases * ws[0], *(d.conv_size(n) for d, n in zip(dims, xs[2:]))], conv.result.type),
+            {**conv.properties, "padding": i64_array([0] * len(dims))})
         interleave = tsr.PolyphaseInterleaveOp.create(
             operands=[poly.result], result_types=[conv.result.type],
             properties={"scales": scales, "shifts": i64_array(s for d in dims for s in d.shifts)})

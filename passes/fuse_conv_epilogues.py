@@ -54,8 +54,8 @@ class FuseConvActivation(RewritePattern):
                 or op.results[0].type.get_element_type() != conv.result.type.get_element_type()
                 or op.results[0].type.get_shape() != conv.result.type.get_shape()):
             return
-        fused = tsr.ConvOp.create(operands=list(conv.operands), result_types=[conv.result.type],
-                                  properties={**conv.properties, "activation": StringAttr(name)})
+        fused = tsr.ConvOp.with_epilogue(conv.input, conv.weight, conv.bias, conv.residual_input, conv.result.type,
+                                 {**conv.properties, "activation": StringAttr(name)})
         replace_by_conv(rewriter, op, fused, [d for d in (relayout, conv) if d is not None])
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
@@ -90,8 +90,7 @@ class FuseConvResidual(RewritePattern):
             residual = _in_layout(r, t, op)
             if residual is None:
                 continue
-            fused = tsr.ConvOp.create(operands=[*conv.operands, residual], result_types=[t],
-                                      properties={**conv.properties, "residual": UnitAttr()})
+            fused = tsr.ConvOp.with_epilogue(conv.input, conv.weight, conv.bias, residual, t, conv.properties)
             replace_by_conv(rewriter, op, fused, [conv])
             return
 

@@ -27,6 +27,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
+from tessera.dialects.tsr.shapes import i64_array
 
 if TYPE_CHECKING:
     from .importer import FxImporter
@@ -59,10 +60,6 @@ def rtype(node) -> TensorType:
 
 def emit1(imp: FxImporter, node, op: Operation) -> SSAValue:
     return imp.emit(op, node.name).results[0]
-
-
-def i64s(values) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 def _norm_dims(dims, rank: int) -> list[int]:
@@ -236,7 +233,7 @@ def _as_strided(imp, node, x, size, stride, offset=None):
 @converts(aten.permute.default)
 def _permute(imp, node, x, dims):
     rank = len(dims)
-    props = {"dims": i64s([d % rank for d in dims])}
+    props = {"dims": i64_array([d % rank for d in dims])}
     return emit1(imp, node, tsr.PermuteOp.create(operands=[imp.operand(x)], result_types=[rtype(node)], properties=props))
 
 
@@ -295,7 +292,7 @@ def _pad(imp, node, x, pad, value=0.0):
     low, high = [0] * rank, [0] * rank
     for i in range(len(pad) // 2):
         low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
-    props = {"low": i64s(low), "high": i64s(high)}
+    props = {"low": i64_array(low), "high": i64_array(high)}
     ops = [imp.operand(x), imp.scalar(float(value) if not isinstance(value, bool) else value)]
     return emit1(imp, node, tsr.PadOp.create(operands=ops, result_types=[rtype(node)], properties=props))
 
@@ -303,7 +300,7 @@ def _pad(imp, node, x, pad, value=0.0):
 # -- reductions ----------------------------------------------------------------------
 def _reduce(imp, node, cls, x, dims, keepdim, extra=None) -> SSAValue:
     rank = len(node.args[0].meta["val"].shape)
-    props = {"dims": i64s(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}
+    props = {"dims": i64_array(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}
     props |= extra or {}
     return emit1(imp, node, cls.create(operands=[imp.operand(x)], result_types=[rtype(node)], properties=props))
 
@@ -337,7 +334,7 @@ def _var_mean(imp, node, x, dims=None, *, correction=None, keepdim=False):
 
     var_t, mean_t = (tensor_type(v) for v in node.meta["val"])
     rank = len(node.args[0].meta["val"].shape)
-    props = {"dims": i64s(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}
+    props = {"dims": i64_array(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}
     v = imp.emit(tsr.VarOp.create(operands=[imp.operand(x)], result_types=[var_t], properties=props | _correction(correction)), node.name)
     m = imp.emit(tsr.MeanOp.create(operands=[imp.operand(x)], result_types=[mean_t], properties=props), node.name)
     return [v.results[0], m.results[0]]
@@ -379,9 +376,9 @@ def _conv(imp, node, x, w, b, stride, padding, dilation, transposed, output_padd
 
     ops = [imp.operand(x), imp.operand(w)] + ([imp.operand(b)] if b is not None else [])
     props = {
-        "stride": i64s(full(stride)),
-        "padding": i64s(full(padding)),
-        "dilation": i64s(full(dilation)),
+        "stride": i64_array(full(stride)),
+        "padding": i64_array(full(padding)),
+        "dilation": i64_array(full(dilation)),
         "groups": IntegerAttr(groups, i64),
     }
     return emit1(imp, node, tsr.ConvOp.create(operands=ops, result_types=[rtype(node)], properties=props))

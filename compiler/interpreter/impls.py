@@ -8,7 +8,8 @@ stores every result in the layout and dtype its type declares.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from xdsl.ir import Operation
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.ops_nn import split_conv_epilogue
 from tessera.dialects.tsr.shapes import ints, shape_of
 
 from .. import aten_args
@@ -169,30 +171,40 @@ def _concat(op, env, *xs):
 
 
 @impl(tsr.ConvOp)
-def _conv(op, env, x, w, *epilogue):
-    b, r = conv_epilogue_operands(op, epilogue)
+def _conv(op, env, x, w, *operands):
+    epilogue = ConvEpilogue.of(op)
+    b, r = epilogue.split(operands)
     y = torch.ops.aten.convolution(
         x, w, b, list(ints(op.stride)), list(ints(op.padding)), list(ints(op.dilation)),
         False, [0] * (x.dim() - 2), op.groups.value.data,
     )
-    return conv_epilogue(op, y, r)
+    return epilogue.apply(y, r)
 
 
 CONV_ACTIVATION_FNS = {None: lambda y: y, "relu": torch.relu, "silu": F.silu}
 
 
-def conv_epilogue_operands(op, values):
-    """A ``tsr.conv``'s (bias, residual) among the values of its operands after the weight."""
-    residual = values[-1] if op.residual is not None else None
-    rest = values[:-1] if op.residual is not None else values
-    return (rest[0] if rest else None), residual
+@dataclass(frozen=True)
+class ConvEpilogue:
+    """What a ``tsr.conv`` does after the convolution, read from the op once
+    (the library calls keep one: their per-call path reads no IR)."""
 
+    residual: bool
+    activation: str | None
 
-def conv_epilogue(op, y: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-    """A ``tsr.conv``'s residual and activation applied to its convolution ``y``."""
-    if residual is not None:
-        y = y + residual
-    return CONV_ACTIVATION_FNS[op.activation_name()](y)
+    @classmethod
+    def of(cls, op: tsr.ConvOp) -> ConvEpilogue:
+        return cls(op.residual is not None, op.activation_name())
+
+    def split(self, operands: Sequence[torch.Tensor]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """``(bias, residual)`` among the tensors given for the operands after the weight."""
+        return split_conv_epilogue(operands, self.residual)
+
+    def apply(self, y: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """The residual added to the convolution ``y``, then the activation."""
+        if residual is not None:
+            y = y + residual
+        return CONV_ACTIVATION_FNS[self.activation](y)
 
 
 def _reduce_args(op) -> tuple[list[int], bool]:

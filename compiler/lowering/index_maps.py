@@ -23,7 +23,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, f32, i64
 from xdsl.ir import SSAValue
 
-from tessera.dialects.tsr.ops_nn import aten_nearest_step, nearest_sources
+from tessera.dialects.tsr.ops_nn import aten_nearest_step, nearest_repeat, nearest_sources
 
 from .kernel_builder import KernelBuilder
 
@@ -107,12 +107,11 @@ def nearest_source(kb: KernelBuilder, i: SSAValue, n_in: int, n_out: int, scale:
     an f32, as integer division where that is exactly the same for every ``i``."""
     if n_in == n_out:
         return i
-    if n_out == 2 * n_in:
-        return kb.div(i, 2)
+    repeat = nearest_repeat(n_in, n_out, scale)
+    if repeat is not None:
+        return kb.div(i, repeat)
     step = aten_nearest_step(n_in, n_out, scale)
     exact = nearest_sources(n_in, n_out, scale)
-    if n_out % n_in == 0 and np.array_equal(exact, np.arange(n_out) // (n_out // n_in)):
-        return kb.div(i, n_out // n_in)
     if n_in % n_out == 0 and np.array_equal(exact, np.arange(n_out) * (n_in // n_out)):
         return kb.mul(i, n_in // n_out)
     as_int = kb.value(arith.IndexCastOp(i, i64))

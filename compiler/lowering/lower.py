@@ -88,7 +88,7 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
         _reduction_kernel(kb, scalars, values, reductions, outs)
     else:
         reads = list(zip(body.args, kb.args[:n_in]))
-        _pointwise_kernel(kb, scalars, values, outs, [v.type for v in op.inputs], reads, tile)
+        _pointwise_kernel(kb, scalars, values, outs, reads, tile)
     return kb.finish()
 
 
@@ -164,7 +164,8 @@ def _tile_grid_order(dims: list[int], out_layout, in_layout) -> list[int]:
 
 
 def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
-                      in_types=(), reads=(), tile: int | None = None) -> None:
+                      reads=(), tile: int | None = None) -> None:
+    """``reads``: (body argument, input memref) pairs."""
     first = outs[0][0].type
     shape = shape_of(first)
     for v, _ in outs:
@@ -172,7 +173,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             raise LoweringError(
                 f"the results of a pointwise tsr.fused must have one shape, got {list(shape)} and {list(shape_of(v.type))}"
             )
-    dims = _transpose_aware(_loop_dims(first), first, in_types)
+    dims = _transpose_aware(_loop_dims(first), first, [arg.type for arg, _ in reads])
     inner = dims[-1] if dims else None
     grid_dims = dims[:-1]
 

@@ -3,6 +3,8 @@ matrix products, the int8 GEMM, reductions and upsampling."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -16,7 +18,6 @@ from xdsl.dialects.builtin import (
     f64,
     i8,
     i32,
-    i64,
 )
 from xdsl.irdl import (
     IRDLOperation,
@@ -36,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import dtypes
 from .shapes import (
+    I64Array,
     broadcast_shapes,
     check_values_layouts,
     elem_of,
@@ -47,7 +49,6 @@ from .shapes import (
     shape_of,
 )
 
-I64Array = DenseArrayBase.constr(i64)
 F64Array = DenseArrayBase.constr(f64)
 
 
@@ -55,11 +56,19 @@ CONV_ACTIVATIONS = ("relu", "silu")
 """The activations a ``tsr.conv`` may apply to its result."""
 
 
+def split_conv_epilogue(values: Sequence, has_residual: bool) -> tuple:
+    """``(bias, residual)`` among a ``tsr.conv``'s operands after the weight
+    (SSA values, or the tensors a call receives for them), None where absent."""
+    residual = values[-1] if has_residual and values else None
+    rest = values[:-1] if has_residual else values
+    return (rest[0] if rest else None), residual
+
+
 @irdl_op_definition
 class ConvOp(IRDLOperation):
     """Convolution, 1-D to 3-D (rank 3 to 5), with an optional bias, an optional
     residual added to its result and an optional activation applied last
-    (``fuse-conv-epilogues`` puts the residual and the activation there; the
+    (``fuse-conv-residuals`` and ``fuse-conv-epilogues`` put them there; the
     library or kernel computing the conv applies them before storing):
     ``result = activation(conv(x, w) + bias + residual)``. The weight is
     ``[C_out, C_in/groups, k...]`` logically, whatever its layout; the residual
@@ -89,14 +98,24 @@ class ConvOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $epilogue^)? attr-dict `:` functional-type(operands, results)"
 
+    @classmethod
+    def with_epilogue(cls, input: SSAValue, weight: SSAValue, bias: SSAValue | None, residual: SSAValue | None,
+              result_type: TensorType, properties: dict) -> ConvOp:
+        """A conv with these operands (the ``residual`` property set to match)
+        and ``properties`` otherwise (a rewritten conv passes its own)."""
+        props = {k: v for k, v in properties.items() if k != "residual"}
+        if residual is not None:
+            props["residual"] = UnitAttr()
+        return cls.create(operands=[input, weight, *(v for v in (bias, residual) if v is not None)],
+                          result_types=[result_type], properties=props)
+
     @property
     def bias(self) -> SSAValue | None:
-        n_bias = len(self.epilogue) - (self.residual is not None)
-        return self.epilogue[0] if n_bias == 1 else None
+        return split_conv_epilogue(self.epilogue, self.residual is not None)[0]
 
     @property
     def residual_input(self) -> SSAValue | None:
-        return self.epilogue[-1] if self.residual is not None and self.epilogue else None
+        return split_conv_epilogue(self.epilogue, self.residual is not None)[1]
 
     def activation_name(self) -> str | None:
         return self.activation.data if self.activation is not None else None
@@ -382,6 +401,16 @@ def nearest_sources(n_in: int, n_out: int, scale: float | None) -> np.ndarray:
     return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * step).astype(np.int64), n_in - 1)
 
 
+def nearest_repeat(n_in: int, n_out: int, scale: float | None) -> int | None:
+    """How many times ATen's nearest upsampling repeats each element when it is
+    a whole number for every output index (``y -> y // r`` exactly as its f32
+    index math gives it); else None."""
+    if n_out % n_in:
+        return None
+    r = n_out // n_in
+    return r if np.array_equal(nearest_sources(n_in, n_out, scale), np.arange(n_out) // r) else None
+
+
 @irdl_op_definition
 class UpsampleOp(IRDLOperation):
     """Spatial upsampling (nearest, or bilinear for 2-D) to the result's shape.
@@ -410,12 +439,8 @@ class UpsampleOp(IRDLOperation):
             return None
         x, y = shape_of(self.input.type)[2:], shape_of(self.result.type)[2:]
         scales = list(self.scales.get_values()) if self.scales is not None else [None] * len(x)
-        out = []
-        for n_in, n_out, scale in zip(x, y, scales):
-            if n_out % n_in or not np.array_equal(nearest_sources(n_in, n_out, scale), np.arange(n_out) // (n_out // n_in)):
-                return None
-            out.append(n_out // n_in)
-        return out
+        out = [nearest_repeat(n_in, n_out, scale) for n_in, n_out, scale in zip(x, y, scales)]
+        return None if None in out else out
 
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], self.name)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -40,9 +40,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .shapes import check_values_layouts, expect_rank, expect_same_elem, expect_shape, ints, numel, shape_of
+from .shapes import I64Array, check_values_layouts, expect_rank, expect_same_elem, expect_shape, ints, numel, shape_of
 
-I64Array = DenseArrayBase.constr(i64)
 
 
 @dataclass(frozen=True)
@@ -89,10 +88,6 @@ class PolyphaseDim:
     def conv_size(self, n: int) -> int:
         """The polyphase conv's output length: every phase's ``n`` rows."""
         return n + self.shifts[-1]
-
-
-def i64_array(values) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
 
 
 @irdl_op_definition

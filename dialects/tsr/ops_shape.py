@@ -4,7 +4,7 @@ expand, slice, concat. All change the *logical* shape; none is a layout change
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import dtypes
 from .shapes import (
+    I64Array,
     check_values_layouts,
     expect_same_elem,
     expect_shape,
@@ -29,7 +30,6 @@ from .shapes import (
     shape_of,
 )
 
-I64Array = DenseArrayBase.constr(i64)
 
 
 @irdl_op_definition

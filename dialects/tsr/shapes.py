@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -21,8 +21,17 @@ def elem_of(t: Attribute) -> Attribute:
     return t.get_element_type() if isinstance(t, TensorType) else t
 
 
+I64Array = DenseArrayBase.constr(i64)
+"""The constraint of an ``array<i64: ...>`` property (strides, padding, dims, ...)."""
+
+
 def ints(arr: DenseArrayBase) -> tuple[int, ...]:
     return tuple(int(v) for v in arr.get_values())
+
+
+def i64_array(values) -> DenseArrayBase:
+    """``array<i64: ...>`` of ``values`` (the inverse of :func:`ints`)."""
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 def numel(shape: Sequence[int]) -> int:

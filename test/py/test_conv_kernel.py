@@ -229,10 +229,10 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     calls = {"tessera": 0, "activations": set()}
     original = host.TesseraConv.__call__
 
-    def counting(self, x, w, b=None):
+    def counting(self, x, w, *operands):
         calls["tessera"] += int(self._takes(x, w))
         calls["activations"].add(self.activation)
-        return original(self, x, w, b)
+        return original(self, x, w, *operands)
 
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv: target == "x86")
     monkeypatch.setattr(host.TesseraConv, "__call__", counting)

@@ -79,6 +79,19 @@ func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {tensor_type(Y
     assert conv.activation_name() == act and not ops(after, tsr.ReluOp) and not ops(after, tsr.SiluOp)
 
 
+def test_the_fusion_step_can_leave_the_pass_out():
+    from tessera.compiler.stages import fuse_kernels
+
+    text = f"""
+func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {tensor_type(Y)} {{
+  %y = tsr.conv %x, %w {CONV}
+  %a = tsr.relu %y : ({tensor_type(Y)}) -> {tensor_type(Y)}
+  func.return %a : {tensor_type(Y)}
+}}"""
+    assert ops(fuse_kernels(parse(text)), tsr.ConvOp)[0].activation_name() == "relu"
+    assert ops(fuse_kernels(parse(text), disable=("fuse-conv-epilogues",)), tsr.ConvOp)[0].activation is None
+
+
 def test_activation_of_a_conv_used_twice_stays():
     text = f"""
 func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> ({tensor_type(Y)}, {tensor_type(Y)}) {{

@@ -112,6 +112,8 @@ def test_backend_can_leave_the_pass_out(capsys):
 
     assert "fold-upsample-into-conv" in BackendOptions().pipeline()
     assert "fold-upsample-into-conv" not in BackendOptions(disable=("fold-upsample-into-conv",)).pipeline()
+    # an entry with options goes by its pass name
+    assert not any(p.startswith("assign-layouts") for p in BackendOptions(disable=("assign-layouts",)).pipeline())
     with pytest.raises(ValueError, match="cannot disable"):
         BackendOptions(disable=("fuse-everything",))
     torch.manual_seed(0)

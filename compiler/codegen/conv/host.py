@@ -24,7 +24,7 @@ from tessera.compiler.codegen.conv.packing import pack_weight
 from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides
 from tessera.compiler.conv_kernel_model import prefers_tessera
 from tessera.compiler.conv_layout_model import ConvShape
-from tessera.compiler.interpreter.impls import conv_epilogue_operands
+from tessera.compiler.interpreter.impls import ConvEpilogue
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
@@ -53,7 +53,7 @@ class TesseraConv:
         self.spec = ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), self.stride, self.padding, self.dilation,
                              self.groups, bias=op.bias is not None, residual=op.residual_input is not None,
                              activation=op.activation_name() or "none", isa=_host_isa() or "avx2")
-        self.op = op
+        self.epilogue = ConvEpilogue.of(op)
         self.activation = op.activation_name() or "none"
         self.strides = channels_last_strides(self.spec.input_shape())
         self.weight = PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), self.spec))
@@ -64,10 +64,10 @@ class TesseraConv:
                 and w.dtype == torch.float32 and tuple(x.shape) == self.spec.input_shape()
                 and all(s == e or n == 1 for s, e, n in zip(x.stride(), self.strides, x.shape)))
 
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-        b, r = conv_epilogue_operands(self.op, epilogue)
+    def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
+        b, r = self.epilogue.split(operands)
         if not self._takes(x, w) or (r is not None and r.dtype != torch.float32):
-            return self.library(x, w, *epilogue)
+            return self.library(x, w, *operands)
         return conv_channels_last(x, self.weight(w), b, r, activation=self.activation, stride=self.stride,
                                   padding=self.padding, dilation=self.dilation, groups=self.groups)
 
