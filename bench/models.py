@@ -23,7 +23,7 @@ import torch
 from tessera.compiler.model_loader import load_example
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ("video_vae_block", "vae2d_block", "resnet_block", "mlp")
+MODELS = ("video_vae_block", "vae2d_block", "resnet_block", "mobilenet_block", "mlp")
 
 
 def _first(out):
@@ -72,14 +72,17 @@ def modes(name: str, without: tuple[str, ...] = ()):
                 cfg.freezing = False
         return run, args
 
-    def tessera(disable=()):
+    def tessera(disable=(), conv_kernels=True):
         model, args = eager()
-        return torch.compile(model, backend="tessera", options={"disable": disable}), args
+        return torch.compile(model, backend="tessera", options={"disable": disable, "conv_kernels": conv_kernels}), args
 
     out = [("eager", eager), ("eager CL", eager_cl), ("Inductor", inductor),
            ("Inductor freezing", inductor_frozen), ("tessera", tessera)]
     for p in without:
-        out.append((f"tessera -{p}", lambda p=p: tessera((p,))))
+        if p == "conv-kernels":  # not a pass: every conv on oneDNN
+            out.append(("tessera -conv-kernels", lambda: tessera(conv_kernels=False)))
+        else:
+            out.append((f"tessera -{p}", lambda p=p: tessera((p,))))
     return out
 
 
@@ -121,7 +124,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--modes", default="", help="comma-separated modes to time (default: all; eager always runs)")
-    ap.add_argument("--without", default="", help="comma-separated passes: a tessera mode with each disabled")
+    ap.add_argument("--without", default="",
+                    help="comma-separated passes (or conv-kernels: every conv on oneDNN): a tessera mode with each disabled")
     a = ap.parse_args()
     only = tuple(m for m in a.modes.split(",") if m)
     without = tuple(p for p in a.without.split(",") if p)

@@ -53,6 +53,9 @@ class BackendOptions:
     """CPU features to generate code for (``+avx2,+fma``), or the GPU's sm (``sm_90``); ``None``: this host's / the device's."""
     disable: tuple[str, ...] = ()
     """Graph or epilogue-fusion passes to leave out (``("fold-upsample-into-conv",)``), to measure what one buys."""
+    conv_kernels: bool = True
+    """Run convs on tessera's own kernels where the conv cost model prefers them (x86);
+    ``False``: every conv on the library (oneDNN), to measure what the kernels buy."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
@@ -128,7 +131,7 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
         features = device_sm(device)
     kernels = (compile_kernels(program_ir.kernels, options.target, features, device=Device(device))
                if has_kernels else None)
-    return build_host_program(program_ir.host, kernels, device=device)
+    return build_host_program(program_ir.host, kernels, device=device, conv_kernels=options.conv_kernels)
 
 
 def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,

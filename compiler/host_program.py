@@ -7,9 +7,10 @@
 
 Each ``tsr.launch`` allocates its results in the layouts their types name and
 launches the compiled kernel (arguments: the launch's operands, then its
-results). Library ops are calls (``library_calls``): a convolution goes to oneDNN
-on the CPU in the layout the passes chose (or tessera's conv kernel where its
-cost model says so), ``tsr.int_mm``/``tsr.scaled_int_mm`` to tessera's exact
+results). A convolution the conv cost model gives tessera's own kernel
+(``codegen/conv/host.py``) is launched the same way after a step that packs
+its weight. Library ops are calls (``library_calls``): a convolution goes to oneDNN
+on the CPU in the layout the passes chose, ``tsr.int_mm``/``tsr.scaled_int_mm`` to tessera's exact
 int8 GEMM, ``tsr.addmm`` to MKL's packed GEMM, weights packed once per weight
 version (``weight_cache``); values computed from parameters alone are
 prepared once per parameter version (``weight_preparation``).
@@ -62,11 +63,12 @@ class HostProgram:
 
 
 class _Builder:
-    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device):
+    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True):
         self.device = device
+        self.conv_kernels = conv_kernels
         self.env = REFERENCE_CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
         self.kernels = kernels
-        self.ids: dict[SSAValue, int] = {}
+        self.ids: dict[SSAValue | object, int] = {}  # object(): a buffer no IR value names
         self.scalars: dict[SSAValue, object] = {}
         self.steps: list = []
         self.result = HostProgram(Program((), (), ()))
@@ -98,12 +100,12 @@ class _Builder:
             args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
             self.steps.append(Launch(kernel, args))
         elif isinstance(op, tsr.ConvOp):
-            if self.device.type == "cpu":  # tessera's own kernel where conv_kernel_model prefers it, else oneDNN
-                from .codegen.conv.host import tessera_or_library_conv
+            from .codegen.conv.host import wants_tessera
 
-                self._call(op, tessera_or_library_conv(op, OneDnnConv(op)))
+            if self.device.type == "cpu" and self.conv_kernels and wants_tessera(op):  # conv_kernel_model prefers tessera's kernel
+                self._launch_conv(op)
             else:
-                self._call(op, AtenConv(op))
+                self._call(op, OneDnnConv(op) if self.device.type == "cpu" else AtenConv(op))
         elif isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
             self._call(op, Int8Gemm(op))
         elif isinstance(op, tsr.AddmmOp) and self.device.type == "cpu":
@@ -114,6 +116,19 @@ class _Builder:
             self._call(op, lambda *xs, op=op, impl=impl, env=self.env: impl(op, env, *xs))
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
+
+    def _launch_conv(self, op: tsr.ConvOp) -> None:
+        """``op`` on tessera's conv kernel: its weight packed by a step of its own
+        (into a buffer no IR value names), then a launch like a fused kernel's."""
+        from .codegen.conv.host import conv_kernel
+
+        kernel, pack = conv_kernel(op)
+        packed = self.ids[object()] = len(self.ids)
+        self.steps.append(Call(pack, (self.operand(op.weight, op),), (packed,)))
+        out = self.buffer(op.result)
+        self.steps.append(Alloc(out, op.result.type))
+        epilogue = tuple(self.operand(v, op) for v in op.epilogue)  # bias, then the residual
+        self.steps.append(Launch(kernel, (self.operand(op.input, op), packed, *epilogue, out)))
 
     def _call(self, op: Operation, fn: Callable) -> None:
         """``fn`` on the op's tensor operands (scalars bound in place); results
@@ -146,14 +161,15 @@ class _Builder:
 
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
-                       device: torch.device = REFERENCE_CPU.device) -> HostProgram:
-    """The program of ``@function`` in ``host``, launching ``kernels``'s kernels.
+                       device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True) -> HostProgram:
+    """The program of ``@function`` in ``host``, launching ``kernels``'s kernels
+    (and tessera's conv kernels where the cost model prefers them, unless ``conv_kernels`` is false).
     The ops that prepare convolution weights from parameters alone
     (``weight_preparation``) become one step that runs them again only when
     those parameters change."""
     block = find_function(host, function).body.block
     preparing = weight_preparation(block)
-    b = _Builder(kernels, device)
+    b = _Builder(kernels, device, conv_kernels)
     inputs = tuple(b.buffer(a) for a in block.args)
     outputs: tuple[int, ...] = ()
     main, prepare, prepare_at = b.steps, [], None

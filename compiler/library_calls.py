@@ -64,8 +64,7 @@ class OneDnnConv:
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
         b, r = self.epilogue.split(operands)
-        if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and torch.backends.mkldnn.is_available()
-                and not torch.is_grad_enabled()):
+        if x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and _HAS_MKLDNN and not torch.is_grad_enabled():
             if self.packed and r is None:  # the activation as a oneDNN post-op: applied before the result is stored
                 return torch.ops.mkldnn._convolution_pointwise(
                     x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation, [], "")
@@ -121,6 +120,7 @@ class MklLinear:
 
 
 _HAS_MKL = torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
+_HAS_MKLDNN = torch.backends.mkldnn.is_available()
 
 
 class Int8Gemm:

@@ -12,8 +12,12 @@ its sources' storages alive, so their memory cannot be freed and handed to
 another tensor that would then look unchanged. This is how a model's
 parameters stay packed across calls, as Inductor's freezing packs them,
 without freezing them: a parameter updated in place is packed again.
-(Tensor identity is no key: AOTAutograd hands a compiled graph new tensor
-objects for the same parameters on each call.)
+Tensor identity alone is no key (a tensor object's ``.data`` can be swapped,
+and a new tensor object can show the same parameter), but it makes the check
+cheap: when every tensor is the very object of the last call, with the same
+version counter and data pointer, nothing changed, and the full key (shape,
+strides, dtype, device) is not built. AOTAutograd hands a compiled graph the
+same parameter objects on every call, so that is the common case.
 """
 
 from __future__ import annotations
@@ -37,16 +41,30 @@ class PerVersion:
         self._key: tuple | None = None
         self._storages: list[torch.UntypedStorage] = []
         self._value: Any = None
+        self._last: list[tuple[torch.Tensor, int, int]] = []
+        """(tensor, version, data pointer) of each tensor of the last call: the fast check."""
         self.packs = 0
         """How many times the value was computed (tests, diagnostics)."""
 
     def __call__(self, *tensors: torch.Tensor) -> Any:
+        if self._same_objects(tensors):
+            return self._value
         key = tuple(version_key(t) for t in tensors)
         if self._key != key:
             self._value = self._fn(*tensors)
             self._key, self._storages = key, [t.untyped_storage() for t in tensors]
             self.packs += 1
+        self._last = [(t, t._version, t.data_ptr()) for t in tensors]
         return self._value
+
+    def _same_objects(self, tensors: tuple[torch.Tensor, ...]) -> bool:
+        last = self._last
+        if len(last) != len(tensors):
+            return False
+        for t, (was, version, ptr) in zip(tensors, last):
+            if t is not was or t._version != version or t.data_ptr() != ptr:
+                return False
+        return True
 
 
 class PackedWeight(PerVersion):

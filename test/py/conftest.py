@@ -27,8 +27,8 @@ VENV_BIN = Path(sys.executable).parent
 
 # Every example MODEL.py, and which ones are convolutional (their forward
 # graphs must import without any tsr.aten_call).
-EXAMPLE_NAMES = ("resnet_block", "video_vae_block", "vae2d_block", "unet_block", "mlp", "int8_linear")
-CONV_EXAMPLES = ("resnet_block", "video_vae_block", "vae2d_block", "unet_block")
+EXAMPLE_NAMES = ("resnet_block", "video_vae_block", "vae2d_block", "unet_block", "mobilenet_block", "mlp", "int8_linear")
+CONV_EXAMPLES = ("resnet_block", "video_vae_block", "vae2d_block", "unet_block", "mobilenet_block")
 # Examples that have a backward graph worth capturing (int8 has no gradient path).
 TRAINABLE = ("resnet_block", "video_vae_block", "vae2d_block", "unet_block", "mlp")
 

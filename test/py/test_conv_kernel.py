@@ -217,25 +217,50 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
         assert prefers_tessera("x86", conv) is expected, speedup
 
 
-def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
-    """With the cost model preferring tessera (forced here: on this host every
-    measured class goes to oneDNN), a compiled model's channels-last f32 convs run
-    on tessera's kernel, weights packed once, the SiLU in the kernel's epilogue,
-    and the result equals eager's."""
+def _conv_launches(monkeypatch) -> list[str]:
+    """The names of the conv kernels launched from now on (checked or trusted launches)."""
+    from tessera.runtime.kernel import Kernel
+
+    names: list[str] = []
+    launch, trusted = Kernel.launch, Kernel.launch_trusted
+
+    def counting(self, *tensors, **kw):
+        names.append(self.name)
+        return launch(self, *tensors, **kw)
+
+    def counting_trusted(self, tensors):
+        names.append(self.name)
+        return trusted(self, tensors)
+
+    monkeypatch.setattr(Kernel, "launch", counting)
+    monkeypatch.setattr(Kernel, "launch_trusted", counting_trusted)
+    return names
+
+
+def _force_tessera_convs(monkeypatch) -> None:
     import tessera.compiler.codegen.conv.host as host
 
     if host._host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
-    calls = {"tessera": 0, "activations": set()}
-    original = host.TesseraConv.__call__
-
-    def counting(self, x, w, *operands):
-        calls["tessera"] += int(self._takes(x, w))
-        calls["activations"].add(self.activation)
-        return original(self, x, w, *operands)
-
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv: target == "x86")
-    monkeypatch.setattr(host.TesseraConv, "__call__", counting)
+
+
+def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
+    """With the cost model preferring tessera (forced here), a compiled model's
+    channels-last f32 convs are launches of tessera's kernel, the SiLU in the
+    kernel's epilogue, weights packed once, and the result equals eager's on
+    every call (the second one takes the trusted launch path)."""
+    from tessera.compiler.weight_cache import PerVersion
+
+    _force_tessera_convs(monkeypatch)
+    packs = []
+    original = PerVersion.__init__
+
+    def recording(self, fn):
+        original(self, fn)
+        packs.append(self)
+
+    monkeypatch.setattr(PerVersion, "__init__", recording)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(16, 24, 3, padding=1), torch.nn.SiLU(),
                                 torch.nn.Conv2d(24, 24, 1)).eval()
@@ -243,36 +268,29 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     with torch.no_grad():
         torch._dynamo.reset()
         compiled = torch.compile(model, backend="tessera")
-        for _ in range(2):
+        names = _conv_launches(monkeypatch)
+        for _ in range(3):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()
-    assert calls["tessera"] == 4  # both convs, both calls
-    assert calls["activations"] == {"silu", "none"}  # the SiLU is the first conv's epilogue (fuse-conv-epilogues)
+    convs = [n for n in names if n.startswith("conv2d_")]
+    assert len(convs) == 6  # both convs, three calls
+    assert [n.endswith("_silu") for n in convs[:2]] == [True, False]  # the SiLU is the first conv's epilogue
+    assert sum(p.packs for p in packs) == 2  # each weight packed once over three calls
 
 
 def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
     """With tessera's kernel chosen, ``fuse-conv-residuals`` hands it the block's
-    shortcut: relu(conv2 + x) is one kernel call, equal to eager."""
-    import tessera.compiler.codegen.conv.host as host
-
-    if host._host_isa() is None:
-        pytest.skip("this CPU runs no conv kernel path")
-    residuals = []
-    original = host.TesseraConv.__call__
-
-    def counting(self, x, w, *epilogue):
-        residuals.append(self.spec.residual)
-        return original(self, x, w, *epilogue)
-
-    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv: target == "x86")
-    monkeypatch.setattr(host.TesseraConv, "__call__", counting)
+    shortcut: relu(conv2 + x) is one kernel launch, equal to eager."""
+    _force_tessera_convs(monkeypatch)
     from conftest import load_example_module
 
     block = load_example_module("resnet_block").make_block(16)
     x = torch.randn(2, 16, 9, 11)
     with torch.no_grad():
         torch._dynamo.reset()
-        got = torch.compile(block, backend="tessera")(x)
+        compiled = torch.compile(block, backend="tessera")
+        names = _conv_launches(monkeypatch)
+        got = compiled(x)
         torch.testing.assert_close(got, block(x), rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()
-    assert residuals == [False, True]
+    assert ["_res_" in n for n in names if n.startswith("conv2d_")] == [False, True]

@@ -1,14 +1,18 @@
 """``tsr.conv`` on tessera's own kernel, where the cost model prefers it.
 
-    step = tessera_or_library_conv(op, OneDnnConv(op))   # the host program's call for one tsr.conv
-    y = step(x, w, b)                                     # x, y channels-last f32, grad disabled
+    %y = tsr.conv %x, %w, %b {activation = "silu", padding = array<i64: 1, 1>, ...}
+         : (tensor<1x16x9x11xf32, #tsr.layout<nhwc>>, ...) -> tensor<1x24x9x11xf32, #tsr.layout<nhwc>>
+    // the host program's steps (host_program.py)
+    Call(pack, (w,), (pw,))                  # the weight packed once per weight version
+    Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
+    Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
 
-:class:`TesseraConv` runs a ``tsr.conv`` whose input and result are
-channels-last f32 through ``conv_channels_last``, the weight packed once per
-weight version (``PackedWeight``, like ``OneDnnConv``'s oneDNN reorder); the
-kernel is built on the first call (compile cache). Calls it cannot take
-(autograd on, another device or dtype, other strides) go to the library call
-it was given. ``compiler/conv_kernel_model.py`` decides which convs get it.
+:func:`wants_tessera` says which convs: channels-last f32 2-D/3-D convs of
+a class ``compiler/conv_kernel_model.py`` gives tessera, on a CPU that runs a
+conv kernel path. :func:`conv_kernel` gives the loaded kernel (built at
+program build time through the compile cache) and the weight packing; the
+kernel is an ordinary launch of the program, so its output is a kept buffer
+and its arguments are checked like every kernel's.
 """
 
 from __future__ import annotations
@@ -18,17 +22,17 @@ from collections.abc import Callable
 import torch
 from xdsl.dialects.builtin import f32
 
-from tessera.compiler.codegen.conv.api import conv_channels_last
+from tessera.compiler.codegen.conv.api import load_conv
 from tessera.compiler.codegen.conv.isa import CONV_ISAS, can_run_conv
 from tessera.compiler.codegen.conv.packing import pack_weight
-from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides
+from tessera.compiler.codegen.conv.spec import ConvSpec
 from tessera.compiler.conv_kernel_model import prefers_tessera
 from tessera.compiler.conv_layout_model import ConvShape
-from tessera.compiler.interpreter.impls import ConvEpilogue
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
 from tessera.dialects.tsr.shapes import elem_of, ints
+from tessera.runtime.kernel import Kernel
 
 
 def _host_isa() -> str | None:
@@ -40,38 +44,22 @@ def wants_tessera(op: tsr.ConvOp) -> bool:
     rank = len(op.input.type.get_shape())
     return (rank in (4, 5) and _host_isa() is not None
             and layout_of(op.input.type) == channels_last(rank) and layout_of(op.result.type) == channels_last(rank)
-            and elem_of(op.result.type) == f32 and prefers_tessera("x86", ConvShape.of(op)))
+            and all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result))
+            and prefers_tessera("x86", ConvShape.of(op)))
 
 
-class TesseraConv:
-    __name__ = "tessera_conv"
-
-    def __init__(self, op: tsr.ConvOp, library: Callable[..., torch.Tensor]):
-        x, w = op.input.type.get_shape(), op.weight.type.get_shape()
-        self.stride, self.padding, self.dilation = ints(op.stride), ints(op.padding), ints(op.dilation)
-        self.groups = op.groups.value.data
-        self.spec = ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), self.stride, self.padding, self.dilation,
-                             self.groups, bias=op.bias is not None, residual=op.residual_input is not None,
-                             activation=op.activation_name() or "none", isa=_host_isa() or "avx2")
-        self.epilogue = ConvEpilogue.of(op)
-        self.activation = op.activation_name() or "none"
-        self.strides = channels_last_strides(self.spec.input_shape())
-        self.weight = PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), self.spec))
-        self.library = library
-
-    def _takes(self, x: torch.Tensor, w: torch.Tensor) -> bool:
-        return (not torch.is_grad_enabled() and x.device.type == "cpu" and x.dtype == torch.float32
-                and w.dtype == torch.float32 and tuple(x.shape) == self.spec.input_shape()
-                and all(s == e or n == 1 for s, e, n in zip(x.stride(), self.strides, x.shape)))
-
-    def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
-        b, r = self.epilogue.split(operands)
-        if not self._takes(x, w) or (r is not None and r.dtype != torch.float32):
-            return self.library(x, w, *operands)
-        return conv_channels_last(x, self.weight(w), b, r, activation=self.activation, stride=self.stride,
-                                  padding=self.padding, dilation=self.dilation, groups=self.groups)
+def conv_spec(op: tsr.ConvOp) -> ConvSpec:
+    """The kernel spec of ``op`` (its epilogue: bias, residual, activation) for this host's widest path."""
+    x, w = op.input.type.get_shape(), op.weight.type.get_shape()
+    return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), ints(op.stride), ints(op.padding),
+                    ints(op.dilation), op.groups.value.data, bias=op.bias is not None,
+                    residual=op.residual_input is not None, activation=op.activation_name() or "none",
+                    isa=_host_isa() or "avx2")
 
 
-def tessera_or_library_conv(op: tsr.ConvOp, library: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """``op``'s host call: :class:`TesseraConv` where :func:`wants_tessera`, else ``library``."""
-    return TesseraConv(op, library) if wants_tessera(op) else library
+def conv_kernel(op: tsr.ConvOp) -> tuple[Kernel, Callable[[torch.Tensor], torch.Tensor]]:
+    """``op``'s loaded kernel, and the function giving its packed weight from the
+    op's weight (computed again only when the weight changes: :class:`PackedWeight`).
+    The kernel's arguments: input, packed weight, [bias], [residual], output."""
+    spec = conv_spec(op)
+    return load_conv(spec), PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), spec).data)

@@ -40,9 +40,11 @@ def add_target_attributes(fn: ir.Function, target: Target) -> None:
         set.add(fn.attributes, f'"{key}"="{value}"')  # llvmlite only knows enum attributes
 
 
-def grid(spec: ConvSpec, til: Tiling) -> tuple[int, int, int, int]:
+def grid(spec: ConvSpec, til: Tiling) -> tuple[int, ...]:
     od, oh, _ = spec.as3d("output_size")
-    blocks = til.blocks if til.depthwise else spec.groups * til.blocks
+    if til.depthwise:
+        return (spec.batch, od, oh)
+    blocks = spec.groups * til.blocks
     return (spec.batch, od, oh, blocks) if til.rows_outer else (blocks, spec.batch, od, oh)
 
 
@@ -158,28 +160,61 @@ def conv_module(spec: ConvSpec, target: Target) -> ir.Module:
     OD, OH, OW = spec.as3d("output_size")
     kvol = math.prod(spec.kernel)
 
+    def block_args(b: ir.IRBuilder, x: ir.Value, orow: ir.Value, c0: ir.Value, wblk: ir.Value,
+                   od: ir.Value, oh: ir.Value) -> list[ir.Value]:
+        """The tile arguments before ``ow0``: ``x`` at the block's first input channel,
+        ``out``/``res`` at the row's pixel 0 and the block's channel ``c0``."""
+        out = gep(b, ptrs["out"], b.mul(b.add(orow, c0), i64(4)))
+        res = gep(b, ptrs["res"], b.mul(b.add(orow, c0), i64(4))) if spec.residual else null
+        bias = gep(b, ptrs["bias"], b.mul(c0, i64(4))) if spec.bias else null
+        return [x, wblk, out, bias, res, od, oh]
+
+    def depthwise_point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
+        n, od, oh = idx
+        ximg = b.mul(n, i64(D * H * W * spec.in_channels))
+        orow = b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels))
+
+        def blocks(b: ir.IRBuilder, tile: WTile, ow0: ir.Value) -> None:
+            def one(b: ir.IRBuilder, blk: ir.Value, _: list[ir.Value], fn: ir.Function) -> list[ir.Value]:
+                c0 = b.mul(blk, i64(til.nr))
+                x = gep(b, ptrs["x"], b.mul(b.add(ximg, c0), i64(4)))
+                wblk = gep(b, ptrs["w"], b.mul(c0, i64(4)))
+                b.call(fn, [*block_args(b, x, orow, c0, wblk, od, oh), ow0, i64(1), i64(1), i64(1)])
+                return []
+
+            full = til.blocks if last == til.nr else til.blocks - 1
+            if full:
+                counted_loop(b, full, [], lambda b, k, a: one(b, k, a, variants[til.nr][tile]), "blocks")
+            if full < til.blocks:
+                one(b, i64(full), [], variants[last][tile])
+
+        # pixel tiles outermost, the channel blocks of a tile inside: a tile's input
+        # pixels are read whole (all channels, contiguous) while they are in L1
+        for t in til.row_tiles:
+            if t.static:
+                blocks(b, t, i64(t.ow0))
+        for run in _runs(til.row_tiles):
+            t0 = til.row_tiles[run[0]]
+
+            def tile(b: ir.IRBuilder, k: ir.Value, _: list[ir.Value], first=run[0], t0=t0) -> list[ir.Value]:
+                blocks(b, t0, b.mul(b.add(k, i64(first)), i64(til.mr)))
+                return []
+
+            counted_loop(b, len(run), [], tile, "tiles")
+
     def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
         if til.rows_outer:
             n, od, oh, blk = idx
         else:
             blk, n, od, oh = idx
-        if til.depthwise:
-            cob = blk
-            c0 = b.mul(blk, i64(til.nr))
-            cin0 = c0
-            wblk = gep(b, ptrs["w"], b.mul(c0, i64(4)))
-        else:
-            g = b.udiv(blk, i64(til.blocks))
-            cob = b.urem(blk, i64(til.blocks))
-            c0 = b.add(b.mul(g, i64(spec.cout_g)), b.mul(cob, i64(til.nr)))
-            cin0 = b.mul(g, i64(spec.cin_g))
-            wblk = gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
+        g = b.udiv(blk, i64(til.blocks))
+        cob = b.urem(blk, i64(til.blocks))
+        c0 = b.add(b.mul(g, i64(spec.cout_g)), b.mul(cob, i64(til.nr)))
+        cin0 = b.mul(g, i64(spec.cin_g))
+        wblk = gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
         x = gep(b, ptrs["x"], b.mul(b.add(b.mul(n, i64(D * H * W * spec.in_channels)), cin0), i64(4)))
-        orow = b.add(b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels)), c0)
-        out = gep(b, ptrs["out"], b.mul(orow, i64(4)))
-        res = gep(b, ptrs["res"], b.mul(orow, i64(4))) if spec.residual else null
-        bias = gep(b, ptrs["bias"], b.mul(c0, i64(4))) if spec.bias else null
-        args = [x, wblk, out, bias, res, od, oh]
+        orow = b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels))
+        args = block_args(b, x, orow, c0, wblk, od, oh)
         if len(variants) == 1:
             (fns,) = variants.values()
             _row(b, spec, til, fns, args)
@@ -196,5 +231,5 @@ def conv_module(spec: ConvSpec, target: Target) -> ir.Module:
         b.position_at_end(done)
 
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    target.emit_grid(b, fn, grid(spec, til), point)
+    target.emit_grid(b, fn, grid(spec, til), depthwise_point if til.depthwise else point)
     return module
