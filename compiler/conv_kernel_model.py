@@ -68,13 +68,44 @@ X86_RULES = (
 
 RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_RULES}
 
+X86_CONTIGUOUS_INPUT_RULES = (
+    Rule("not f32", lambda c: c.dtype != "f32", 0.0),
+    Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),
+    Rule("depthwise (channels are the vector lanes: channels-last only)", lambda c: c.depthwise, 0.0),
+    Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.50),
+    Rule("3-D", lambda c: c.spatial == 3, 0.95),
+    Rule("C_in/groups > 64", lambda c: c.channels_per_group > 64, 0.57),
+    Rule("2-D, 16-64 input channels per group", lambda c: True, 1.07),
+)
+"""tessera's kernel reading the conv's input in NCHW/NCDHW (``fold-relayouts-into-convs``)
+against the relayout to channels-last (ATen's copy) followed by oneDNN's packed call,
+1 thread unless marked (BENCHMARKS.md, session 6). The kernel broadcasts one input
+scalar per (pixel, channel), so either layout serves it, but in NCHW a channel step
+jumps a whole plane::
 
-def rule_for(target: str, conv: ConvShape) -> Rule | None:
-    """The measured class of ``conv`` (speedup: tessera's kernel over oneDNN's prepacked call)."""
-    return first_rule(RULES.get(target, ()), conv)
+    2-D 3x3 64->64 56x56 ............ 2.39 ms | relayout 0.14 + oneDNN 2.41    1.07x
+    2-D 3x3 32->32 112x112 .......... 2.28    | 0.36 + 2.78                    1.38x
+    2-D 3x3 64->64 28x28 ............ 0.533   | 0.04 + 0.598                   1.20x
+    2-D 3x3 16->32 56x56 ............ 0.272   | 0.05 + 0.380                   1.58x
+    2-D 1x1 64->128 56x56 ........... 0.653   | 0.14 + 0.653                   1.21x
+    3-D 3x3x3 48->48 4x32x32 ........ 4.34    | 0.15 + 3.99                    0.95x
+    2-D 3x3 128->128 64x64 (2 thr.) . 8.66    | 0.3 + 8.48                     1.01x
+    2-D 1x1 256->64 56x56 (2 thr.) .. 3.06    | 0.2 + 1.53                     0.57x
+    2-D 3x3 3->64 224x224 ........... 5.22    | 0.16 + 2.45                    0.50x
+"""
+
+CONTIGUOUS_INPUT_RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_CONTIGUOUS_INPUT_RULES}
 
 
-def prefers_tessera(target: str, conv: ConvShape) -> bool:
-    """Whether ``conv`` should run on tessera's kernel on ``target`` (only x86 has one)."""
-    rule = rule_for(target, conv)
+def rule_for(target: str, conv: ConvShape, input_layout: str = "channels_last") -> Rule | None:
+    """The measured class of ``conv`` (speedup: tessera's kernel over oneDNN's prepacked
+    call; with a ``contiguous`` input, over the relayout and that call)."""
+    rules = RULES if input_layout == "channels_last" else CONTIGUOUS_INPUT_RULES
+    return first_rule(rules.get(target, ()), conv)
+
+
+def prefers_tessera(target: str, conv: ConvShape, input_layout: str = "channels_last") -> bool:
+    """Whether ``conv``, its input stored ``input_layout`` (``channels_last`` or
+    ``contiguous``), should run on tessera's kernel on ``target`` (only x86 has one)."""
+    rule = rule_for(target, conv, input_layout)
     return rule is not None and rule.speedup >= MIN_GAIN

@@ -28,8 +28,8 @@ REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
 """What the reference semantics (``interpreter.impls``) read of their interpreter, on the CPU."""
 
 
-ONEDNN_ACTIVATIONS = {None: "none", "relu": "relu", "silu": "swish"}
-"""``tsr.conv``'s activations as oneDNN post-op names (``mkldnn._convolution_pointwise``)."""
+ONEDNN_ACTIVATIONS = {None: ("none", []), "relu": ("relu", []), "relu6": ("hardtanh", [0.0, 6.0]), "silu": ("swish", [])}
+"""``tsr.conv``'s activations as oneDNN post-ops (``mkldnn._convolution_pointwise``): name, scalars."""
 
 ONEDNN_ACTIVATIONS_AFTER_ADD = {None: None, "relu": "relu"}
 """The activations oneDNN applies after a residual add post-op
@@ -55,7 +55,7 @@ class OneDnnConv:
         self.epilogue = ConvEpilogue.of(op)
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
-        self.activation = ONEDNN_ACTIVATIONS[op.activation_name()]
+        self.activation, self.scalars = ONEDNN_ACTIVATIONS[op.activation_name()]
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
@@ -67,7 +67,8 @@ class OneDnnConv:
         if x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and _HAS_MKLDNN and not torch.is_grad_enabled():
             if self.packed and r is None:  # the activation as a oneDNN post-op: applied before the result is stored
                 return torch.ops.mkldnn._convolution_pointwise(
-                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation, [], "")
+                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation,
+                    self.scalars, "")
             if self.packed:  # the residual as a binary post-op (oneDNN reads it in any layout)
                 return self._with_residual(x, self.weight(w), b, r)
             return self.epilogue.apply(torch.ops.aten.mkldnn_convolution(

@@ -15,6 +15,7 @@ from .cast_constants import CastConstants
 from .cse import Cse
 from .dce import Dce
 from .fold_affine_into_conv import FoldAffineIntoConv
+from .fold_relayouts_into_convs import FoldRelayoutsIntoConvs
 from .fold_upsample_into_conv import FoldUpsampleIntoConv
 from .fuse_conv_epilogues import FuseConvEpilogues
 from .fuse_conv_residuals import FuseConvResiduals
@@ -25,7 +26,8 @@ from .hoist_relayouts import HoistRelayouts
 
 PASSES: dict[str, type[ModulePass]] = {
     p.name: p for p in (Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts, HoistRelayouts,
-                        CancelRelayouts, FuseRelayouts, FuseConvResiduals, FuseConvEpilogues, FuseIntMmEpilogues, FuseKernels)
+                        CancelRelayouts, FuseRelayouts, FoldRelayoutsIntoConvs, FuseConvResiduals, FuseConvEpilogues,
+                        FuseIntMmEpilogues, FuseKernels)
 }
 
 
@@ -60,11 +62,12 @@ PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, po
 
 # The fusion step (between `graph-opt` and `fused`) of each target: library ops take the
 # epilogues they compute themselves, then the remaining pointwise/reduction groups become
-# kernels. A conv takes its residual add only on x86, where tessera's conv kernel adds it in
+# kernels. On x86 alone, where tessera's conv kernel computes a conv, it reads its input
+# without a relayout where that pays (fold-relayouts-into-convs) and takes its residual add in
 # its epilogue (fuse-conv-residuals); GPU convs (cuDNN through ATen) would add it in an ATen kernel.
 _EPILOGUES_AND_KERNELS = ("fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
 FUSION_PIPELINES: dict[str, tuple[str, ...]] = {
-    "x86": ("fuse-conv-residuals", *_EPILOGUES_AND_KERNELS),
+    "x86": ("fold-relayouts-into-convs", "fuse-conv-residuals", *_EPILOGUES_AND_KERNELS),
     "ptx": _EPILOGUES_AND_KERNELS,
     "metal": _EPILOGUES_AND_KERNELS,
 }

@@ -181,7 +181,7 @@ def _conv(op, env, x, w, *operands):
     return epilogue.apply(y, r)
 
 
-CONV_ACTIVATION_FNS = {None: lambda y: y, "relu": torch.relu, "silu": F.silu}
+CONV_ACTIVATION_FNS = {None: lambda y: y, "relu": torch.relu, "relu6": F.relu6, "silu": F.silu}
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from .shapes import (
 F64Array = DenseArrayBase.constr(f64)
 
 
-CONV_ACTIVATIONS = ("relu", "silu")
+CONV_ACTIVATIONS = ("relu", "relu6", "silu")
 """The activations a ``tsr.conv`` may apply to its result."""
 
 

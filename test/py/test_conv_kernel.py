@@ -29,7 +29,7 @@ from tessera.compiler.codegen.conv.tiling import choose_tiling
 from tessera.compiler.errors import TesseraError
 
 GEN = torch.Generator().manual_seed(0)
-ACTS = {"relu": F.relu, "silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
 
 
 def runnable(isa: str) -> str:
@@ -49,14 +49,15 @@ def reference(x, w, b, res, act, **kw):
     return ACTS[act](y) if act else y
 
 
-def check(isa, n, cin, cout, size, kernel, *, bias=True, residual=False, act=None, **kw):
-    x = channels_last(torch.randn(n, cin, *size, generator=GEN))
+def check(isa, n, cin, cout, size, kernel, *, bias=True, residual=False, act=None, input_layout="channels_last", **kw):
+    x = torch.randn(n, cin, *size, generator=GEN)
+    x = channels_last(x) if input_layout == "channels_last" else x
     w = torch.randn(cout, cin // kw.get("groups", 1), *kernel, generator=GEN)
     b = torch.randn(cout, generator=GEN) if bias else None
     want = reference(x, w, b, None, None, **kw)
     res = channels_last(torch.randn(want.shape, generator=GEN)) if residual else None
     want = reference(x, w, b, res, act, **kw)
-    got = conv_channels_last(x, w, b, res, act, isa=isa, **kw)
+    got = conv_channels_last(x, w, b, res, act, isa=isa, input_layout=input_layout, **kw)
     assert got.shape == want.shape
     assert got.is_contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
     scale = want.abs().max().item()
@@ -86,6 +87,21 @@ SHAPES = [
 @pytest.mark.parametrize("n,cin,cout,size,kernel,kw", SHAPES, ids=lambda v: str(v).replace(" ", ""))
 def test_matches_eager(isa, n, cin, cout, size, kernel, kw):
     check(runnable(isa), n, cin, cout, size, kernel, **kw)
+
+
+DENSE = [s for s in SHAPES if s[5].get("groups", 1) != s[1]]
+
+
+@pytest.mark.parametrize("isa", CONV_ISAS)
+@pytest.mark.parametrize("n,cin,cout,size,kernel,kw", DENSE, ids=lambda v: str(v).replace(" ", ""))
+def test_contiguous_input_layout_matches_eager(isa, n, cin, cout, size, kernel, kw):
+    """The kernel reading NCHW/NCDHW input (a relayout folded into the conv), output channels-last."""
+    check(runnable(isa), n, cin, cout, size, kernel, input_layout="contiguous", residual=True, act="relu", **kw)
+
+
+def test_depthwise_reads_channels_last_only():
+    with pytest.raises(InvalidConvSpec, match="depthwise"):
+        ConvSpec(1, 8, 8, (5, 5), (3, 3), groups=8, input_layout="contiguous")
 
 
 @pytest.mark.parametrize("act", [None, *ACTS])
@@ -237,12 +253,14 @@ def _conv_launches(monkeypatch) -> list[str]:
     return names
 
 
-def _force_tessera_convs(monkeypatch) -> None:
+def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
+    """Every x86 conv on tessera's kernel (reading NCHW input too, unless not ``contiguous_input``)."""
     import tessera.compiler.codegen.conv.host as host
 
     if host._host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
-    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv: target == "x86")
+    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, layout="channels_last": (
+        target == "x86" and (contiguous_input or layout == "channels_last")))
 
 
 def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
@@ -274,14 +292,16 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     torch._dynamo.reset()
     convs = [n for n in names if n.startswith("conv2d_")]
     assert len(convs) == 6  # both convs, three calls
-    assert [n.endswith("_silu") for n in convs[:2]] == [True, False]  # the SiLU is the first conv's epilogue
+    assert ["_silu" in n for n in convs[:2]] == [True, False]  # the SiLU is the first conv's epilogue
     assert sum(p.packs for p in packs) == 2  # each weight packed once over three calls
 
 
 def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
     """With tessera's kernel chosen, ``fuse-conv-residuals`` hands it the block's
-    shortcut: relu(conv2 + x) is one kernel launch, equal to eager."""
-    _force_tessera_convs(monkeypatch)
+    shortcut: relu(conv2 + x) is one kernel launch, equal to eager. (The first conv
+    reads a relayout of x, which the shortcut then reuses; reading x itself, it
+    would leave no NHWC x, and the add stays in the kernel that reads x in NCHW.)"""
+    _force_tessera_convs(monkeypatch, contiguous_input=False)
     from conftest import load_example_module
 
     block = load_example_module("resnet_block").make_block(16)

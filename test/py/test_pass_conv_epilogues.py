@@ -79,6 +79,25 @@ func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {tensor_type(Y
     assert conv.activation_name() == act and not ops(after, tsr.ReluOp) and not ops(after, tsr.SiluOp)
 
 
+@pytest.mark.parametrize("low,high,fused", [(0.0, 6.0, True), (0.0, 5.0, False), (-1.0, 6.0, False)])
+def test_relu6_clamp_becomes_the_convs(low, high, fused):
+    """ReLU6 as ATen decomposes it (maximum with 0, then minimum with 6); other bounds stay ops."""
+    t = tensor_type(Y)
+    text = f"""
+func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {t} {{
+  %lo = tsr.constant {low} : f32
+  %hi = tsr.constant {high} : f32
+  %y = tsr.conv %x, %w {CONV}
+  %m = tsr.maximum %y, %lo : ({t}, f32) -> {t}
+  %a = tsr.minimum %m, %hi : ({t}, f32) -> {t}
+  func.return %a : {t}
+}}"""
+    after = check_pass(parse(text), "fuse-conv-epilogues")
+    (conv,) = ops(after, tsr.ConvOp)
+    assert (conv.activation_name() == "relu6") is fused
+    assert bool(ops(after, tsr.MinimumOp) or ops(after, tsr.MaximumOp)) is not fused
+
+
 def test_the_fusion_step_can_leave_the_pass_out():
     from tessera.compiler.stages import fuse_kernels
 
@@ -114,7 +133,7 @@ class ConvBnAct(nn.Module):
 
 
 @pytest.mark.parametrize("act, dims, channels_last", [
-    (nn.ReLU(), 2, True), (nn.SiLU(), 2, False), (nn.ReLU(), 3, True), (nn.Identity(), 2, True)])
+    (nn.ReLU(), 2, True), (nn.SiLU(), 2, False), (nn.ReLU(), 3, True), (nn.Identity(), 2, True), (nn.ReLU6(), 2, True)])
 def test_compiled_conv_bn_act_matches_eager(act, dims, channels_last, prepare_count):
     torch.manual_seed(0)
     model = ConvBnAct(act, dims).eval()

@@ -55,7 +55,8 @@ def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
 
 
 def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1, *, bias: bool = False,
-             residual: bool = False, activation: str | None = None, isa: str | None = None) -> ConvSpec:
+             residual: bool = False, activation: str | None = None, isa: str | None = None,
+             input_layout: str = "channels_last") -> ConvSpec:
     """The :class:`ConvSpec` of ``conv(x, weight)`` with these arguments."""
     if not isinstance(x, torch.Tensor) or x.dim() not in (4, 5):
         got = f"rank {x.dim()}" if isinstance(x, torch.Tensor) else type(x).__name__
@@ -64,14 +65,15 @@ def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, gro
     if len(ws) != x.dim():
         raise ConvOperandMismatch(f"conv weight of shape {ws} does not fit a {x.dim()}-D input")
     return ConvSpec(x.shape[0], x.shape[1], ws[0], tuple(x.shape[2:]), ws[2:], stride, padding, dilation, groups,
-                    bias=bias, residual=residual, activation=activation or "none", isa=isa or select_conv_isa())
+                    bias=bias, residual=residual, activation=activation or "none", isa=isa or select_conv_isa(),
+                    input_layout=input_layout)
 
 
-def _channels_last(t: torch.Tensor, what: str, shape: tuple[int, ...]) -> torch.Tensor:
+def _strided(t: torch.Tensor, what: str, shape: tuple[int, ...], want: tuple[int, ...]) -> torch.Tensor:
+    """``t`` if it has the strides ``want`` (up to size-1 dims), else a copy with them."""
     if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or t.device.type != "cpu" or tuple(t.shape) != shape:
         got = f"{t.dtype} {tuple(t.shape)} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
         raise ConvOperandMismatch(f"conv {what} must be a float32 cpu tensor of shape {shape}, got {got}")
-    want = channels_last_strides(shape)
     if all(s == e or n == 1 for s, e, n in zip(t.stride(), want, shape)):
         return t
     return torch.empty_strided(shape, want).copy_(t)
@@ -79,8 +81,10 @@ def _channels_last(t: torch.Tensor, what: str, shape: tuple[int, ...]) -> torch.
 
 def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight, bias: torch.Tensor | None = None,
                        residual: torch.Tensor | None = None, activation: str | None = None, *, stride=1, padding=0,
-                       dilation=1, groups: int = 1, isa: str | None = None, features: str | None = None) -> torch.Tensor:
-    """``act(conv(x, weight) + bias + residual)`` as a channels-last float32 tensor."""
+                       dilation=1, groups: int = 1, isa: str | None = None, features: str | None = None,
+                       input_layout: str = "channels_last") -> torch.Tensor:
+    """``act(conv(x, weight) + bias + residual)`` as a channels-last float32 tensor
+    (``input_layout="contiguous"``: the kernel reads ``x`` in NCHW/NCDHW)."""
     if isinstance(weight, PackedConvWeight):
         isa = isa or weight.isa
         if weight.groups != groups:
@@ -91,7 +95,7 @@ def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight,
     else:
         raise ConvOperandMismatch(f"conv weight must be a tensor or a PackedConvWeight, not {type(weight).__name__}")
     spec = spec_for(x, wshape, stride, padding, dilation, groups, bias=bias is not None, residual=residual is not None,
-                    activation=activation, isa=isa)
+                    activation=activation, isa=isa, input_layout=input_layout)
     if isinstance(weight, PackedConvWeight):
         weight.check(spec)
         packed = weight
@@ -99,13 +103,13 @@ def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight,
         check_weight(weight, spec)
         packed = pack_weight(weight, spec)
     kernel = load_conv(spec, features)
-    args = [_channels_last(x, "input", spec.input_shape()), packed.data]
+    args = [_strided(x, "input", spec.input_shape(), spec.input_strides()), packed.data]
     if bias is not None:
         if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (spec.out_channels,) or bias.device.type != "cpu":
             raise ConvOperandMismatch(f"conv bias must be a cpu tensor of shape ({spec.out_channels},)")
         args.append(bias.to(torch.float32).contiguous())
     if residual is not None:
-        args.append(_channels_last(residual, "residual", spec.output_shape()))
+        args.append(_strided(residual, "residual", spec.output_shape(), channels_last_strides(spec.output_shape())))
     out = torch.empty_strided(spec.output_shape(), channels_last_strides(spec.output_shape()))
     kernel(*args, out)
     return out

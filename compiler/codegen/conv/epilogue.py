@@ -3,8 +3,8 @@
     out[p, c] = act(acc[p, c] + bias[c] + residual[p, c])       (each term optional)
 
 Bias and residual are added to the accumulator vectors before the store (in
-torch's order: ``conv(x, w, bias) + residual``); ReLU is a vector select
-(NaN stays NaN, like ``torch.relu``). SiLU and GELU use the inline f32
+torch's order: ``conv(x, w, bias) + residual``); ReLU and ReLU6 are vector
+selects (NaN stays NaN, like ``torch.relu`` and ``F.relu6``). SiLU and GELU use the inline f32
 expansions of ``expand_math`` (``exp``, ``erf``, ``tanh``) in a scalar loop
 over the freshly stored tile, which LLVM's loop vectorizer widens to the
 target's vectors (no libm call):
@@ -28,11 +28,17 @@ from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_v
 from tessera.compiler.codegen.conv.spec import ConvSpec
 
 
+def clamp(b: ir.IRBuilder, x: ir.Value, lo: ir.Value, hi: ir.Value | None) -> ir.Value:
+    """``x`` clamped to ``[lo, hi]`` (no upper bound when ``hi`` is None); NaN stays NaN."""
+    x = b.select(b.fcmp_ordered("<", x, lo), lo, x)
+    return x if hi is None else b.select(b.fcmp_ordered(">", x, hi), hi, x)
+
+
 def activation_scalar(b: ir.IRBuilder, x: ir.Value, activation: str) -> ir.Value:
     """``activation(x)`` of one f32 (see the module docstring)."""
     c = expand_math.f
-    if activation == "relu":
-        return b.select(b.fcmp_ordered("<", x, c(0.0)), c(0.0), x)
+    if activation in ("relu", "relu6"):
+        return clamp(b, x, c(0.0), c(6.0) if activation == "relu6" else None)
     if activation == "silu":
         return b.fdiv(x, b.fadd(c(1.0), expand_math.exp(b, b.fneg(x))))
     if activation == "gelu":
@@ -66,9 +72,9 @@ def store_tile(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value
                 value = b.fadd(value, biases[v])
             if spec.residual:
                 value = b.fadd(value, load_vec(b, gep(b, res, off), lanes, valid(v)))
-            if spec.activation == "relu":
-                zero = ir.Constant(value.type, None)
-                value = b.select(b.fcmp_ordered("<", value, zero), zero, value)
+            if spec.activation in ("relu", "relu6"):
+                six = ir.Constant(value.type, [6.0] * lanes) if spec.activation == "relu6" else None
+                value = clamp(b, value, ir.Constant(value.type, None), six)
             store_vec(b, value, gep(b, out, off), valid(v))
     if spec.activation in ("silu", "gelu", "gelu_tanh"):
         _activation_loop(b, spec, out, len(accs), nvalid, pixel_bytes)

@@ -26,7 +26,7 @@ from llvmlite import ir
 from tessera.compiler.codegen.irbuild import I64, PTR, counted_loop, gep, i64
 from tessera.compiler.codegen.conv.microkernel import emit_tile, tile_name
 from tessera.compiler.codegen.conv.packing import packed_shape
-from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides
+from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides, contiguous_strides
 from tessera.compiler.codegen.conv.tiling import Tiling, WTile, choose_tiling
 from tessera.compiler.codegen.target import Target
 from tessera.runtime.signature import BufferSpec, KernelSignature
@@ -55,23 +55,14 @@ def buffer_names(spec: ConvSpec) -> list[str]:
 def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
     til = choose_tiling(spec)
     ws = packed_shape(spec, til)
-    wstrides = tuple(int(s) for s in _contiguous_strides(ws))
     xs, os_ = spec.input_shape(), spec.output_shape()
-    bufs = [BufferSpec(xs, channels_last_strides(xs), "float32"), BufferSpec(ws, wstrides, "float32")]
+    bufs = [BufferSpec(xs, spec.input_strides(), "float32"), BufferSpec(ws, contiguous_strides(ws), "float32")]
     if spec.bias:
         bufs.append(BufferSpec((spec.out_channels,), (1,), "float32"))
     if spec.residual:
         bufs.append(BufferSpec(os_, channels_last_strides(os_), "float32"))
     bufs.append(BufferSpec(os_, channels_last_strides(os_), "float32", is_output=True))
     return tuple(bufs)
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return out[::-1]
 
 
 def signature(spec: ConvSpec) -> KernelSignature:
@@ -122,7 +113,7 @@ def _row(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, fns: dict[WTile, ir.Funct
                         i64(spec.cin_g - (til.ci_blocks - 1) * til.ci_block), i64(til.ci_block))
         first = b.zext(b.icmp_unsigned("==", k, i64(0)), I64)
         last = b.zext(b.icmp_unsigned("==", k, i64(til.ci_blocks - 1)), I64)
-        xb, wb = gep(b, x, b.mul(ci0, i64(4))), gep(b, w, b.mul(ci0, i64(4 * til.nr)))
+        xb, wb = gep(b, x, b.mul(ci0, i64(4 * spec.channel_stride))), gep(b, w, b.mul(ci0, i64(4 * til.nr)))
         _tiles(b, til, fns, [xb, wb, *rest], [ci_n, first, last])
         return []
 
@@ -212,7 +203,8 @@ def conv_module(spec: ConvSpec, target: Target) -> ir.Module:
         c0 = b.add(b.mul(g, i64(spec.cout_g)), b.mul(cob, i64(til.nr)))
         cin0 = b.mul(g, i64(spec.cin_g))
         wblk = gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
-        x = gep(b, ptrs["x"], b.mul(b.add(b.mul(n, i64(D * H * W * spec.in_channels)), cin0), i64(4)))
+        x = gep(b, ptrs["x"], b.mul(b.add(b.mul(n, i64(D * H * W * spec.in_channels)),
+                                          b.mul(cin0, i64(spec.channel_stride))), i64(4)))
         orow = b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels))
         args = block_args(b, x, orow, c0, wblk, od, oh)
         if len(variants) == 1:

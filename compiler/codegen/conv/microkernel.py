@@ -74,14 +74,14 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
             if not pixels:
                 continue
             first = b.add(b.add(row, iw0), i64(kw * dw))  # input pixel of tile pixel 0 at this tap
-            xb = gep(b, x, b.mul(first, i64(4 * cin)))
+            xb = gep(b, x, b.mul(first, i64(4 * spec.pixel_stride)))
             tap = b.add(tap0, i64(kw))
             if til.depthwise:
                 accs = _depthwise_tap(b, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * til.blocks * til.nr))),
                                       pixels, nvec, nvalid, sw * cin)
             else:
                 accs = _dense_tap(b, spec, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * spec.cin_g * til.nr))),
-                                  pixels, nvec, sw * cin, ci_n if blocked else spec.cin_g)
+                                  pixels, nvec, sw * spec.pixel_stride, ci_n if blocked else spec.cin_g)
         return accs
 
     def kh_loop(b: ir.IRBuilder, kd: ir.Value, id_: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
@@ -129,7 +129,7 @@ def _dense_tap(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, accs: list[ir.Value
         ci = i64(ci) if isinstance(ci, int) else ci
         wrow = gep(b, wb, b.mul(ci, i64(4 * nr)))
         wv = [load_vec(b, gep(b, wrow, 4 * v * lanes), lanes) for v in range(nvec)]
-        xc = gep(b, xb, b.mul(ci, i64(4)))
+        xc = gep(b, xb, b.mul(ci, i64(4 * spec.channel_stride)))
         new = list(accs)
         for p in pixels:
             s = splat(b, b.load(gep(b, xc, 4 * p * pixel_stride), typ=F32, align=4), lanes)

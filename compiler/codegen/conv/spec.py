@@ -9,7 +9,7 @@ computes ``act(conv(x, w) + bias + residual)`` like ``torch.nn.functional.conv2d
 (``NHWC``/``NDHWC`` strides) and an output in the same layout. Sizes are static:
 one kernel per shape, like the library's primitive descriptors.
 
-Activations: ``relu``, ``silu`` (``x * sigmoid(x)``), ``gelu`` (erf, torch's
+Activations: ``relu``, ``relu6`` (``min(max(x, 0), 6)``), ``silu`` (``x * sigmoid(x)``), ``gelu`` (erf, torch's
 default) and ``gelu_tanh`` (``approximate="tanh"``).
 """
 
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from tessera.compiler.codegen.conv.errors import InvalidConvSpec
 from tessera.compiler.codegen.conv.isa import get_conv_isa
 
-ACTIVATIONS = ("none", "relu", "silu", "gelu", "gelu_tanh")
+ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh")
+INPUT_LAYOUTS = ("channels_last", "contiguous")
 DTYPES = ("float32",)
 
 
@@ -53,6 +54,10 @@ class ConvSpec:
     activation: str = "none"
     isa: str = "avx512"
     dtype: str = "float32"
+    input_layout: str = "channels_last"
+    """How ``x`` is stored: ``channels_last`` (NHWC/NDHWC), or ``contiguous``
+    (NCHW/NCDHW, dense convs only: the kernel broadcasts input scalars, so it reads
+    either layout, and a relayout before the conv is folded into it)."""
 
     def __post_init__(self) -> None:
         for name in ("batch", "in_channels", "out_channels", "groups"):
@@ -78,6 +83,11 @@ class ConvSpec:
         if not isinstance(self.bias, bool) or not isinstance(self.residual, bool):
             raise InvalidConvSpec("conv kernel bias and residual are bools (whether the kernel takes them)")
         get_conv_isa(self.isa)
+        if self.input_layout not in INPUT_LAYOUTS:
+            raise InvalidConvSpec(f"conv kernel input_layout must be one of {', '.join(INPUT_LAYOUTS)}, "
+                                  f"got {self.input_layout!r}")
+        if self.input_layout != "channels_last" and self.depthwise:
+            raise InvalidConvSpec("a depthwise conv kernel reads channels-last input only (channels are its vector lanes)")
         for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.padding, self.dilation)):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
@@ -115,6 +125,20 @@ class ConvSpec:
         return self.groups > 1 and self.groups == self.in_channels == self.out_channels
 
     @property
+    def pixel_stride(self) -> int:
+        """Elements between neighbouring input pixels along W."""
+        return self.in_channels if self.input_layout == "channels_last" else 1
+
+    @property
+    def channel_stride(self) -> int:
+        """Elements between neighbouring input channels."""
+        return 1 if self.input_layout == "channels_last" else math.prod(self.input_size)
+
+    def input_strides(self) -> tuple[int, ...]:
+        shape = self.input_shape()
+        return channels_last_strides(shape) if self.input_layout == "channels_last" else contiguous_strides(shape)
+
+    @property
     def kernel_volume(self) -> int:
         return math.prod(self.kernel)
 
@@ -143,7 +167,18 @@ class ConvSpec:
         parts += [x for x, on in (("bias", self.bias), ("res", self.residual)) if on]
         if self.activation != "none":
             parts.append(self.activation)
+        if self.input_layout != "channels_last":
+            parts.append("xcontig")
         return "_".join(parts)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides of ``shape``."""
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return tuple(out[::-1])
 
 
 def channels_last_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

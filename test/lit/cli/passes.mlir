@@ -12,6 +12,7 @@
 // CHECK-NEXT: {{^}}cse {{ *}}``cse``: common subexpression elimination over pure ops.
 // CHECK-NEXT: {{^}}dce {{ *}}``dce``: removes pure ops whose results are unused.
 // CHECK-NEXT: {{^}}fold-affine-into-conv {{ *}}``fold-affine-into-conv``: a per-output-channel scale or shift
+// CHECK-NEXT: {{^}}fold-relayouts-into-convs {{ *}}``fold-relayouts-into-convs``: a conv that tessera's kernel computes reads
 // CHECK-NEXT: {{^}}fold-upsample-into-conv {{ *}}``fold-upsample-into-conv``: a convolution of a nearest-upsampled tensor
 // CHECK-NEXT: {{^}}fuse-conv-epilogues {{ *}}``fuse-conv-epilogues``: an activation after a convolution becomes the
 // CHECK-NEXT: {{^}}fuse-conv-residuals {{ *}}``fuse-conv-residuals``: a residual added to a convolution's result

@@ -1,0 +1,23 @@
+// fold-relayouts-into-convs: a conv tessera's kernel computes (x86 host) reads
+// its NCHW input directly, 16-64 input channels: the relayout goes; with 8
+// input channels the cost model keeps the relayout and oneDNN.
+// RUN: compilerctl opt %s -p fold-relayouts-into-convs | filecheck %s
+
+// CHECK-LABEL: func.func @first_conv(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<1x32x10x12xf32, #tsr.layout<nchw>>
+// CHECK-NOT: tsr.relayout
+// CHECK: tsr.conv %[[X]], {{.*}} : (tensor<1x32x10x12xf32, #tsr.layout<nchw>>, {{.*}} -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+func.func @first_conv(%x: tensor<1x32x10x12xf32, #tsr.layout<nchw>>, %w: tensor<32x32x3x3xf32>, %b: tensor<32xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>> {
+  %xn = tsr.relayout %x : (tensor<1x32x10x12xf32, #tsr.layout<nchw>>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+  %y = tsr.conv %xn, %w, %b {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x32x10x12xf32, #tsr.layout<nhwc>>, tensor<32x32x3x3xf32>, tensor<32xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+}
+
+// CHECK-LABEL: func.func @few_channels(
+// CHECK: %[[XN:.+]] = tsr.relayout
+// CHECK: tsr.conv %[[XN]],
+func.func @few_channels(%x: tensor<1x8x10x12xf32, #tsr.layout<nchw>>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>> {
+  %xn = tsr.relayout %x : (tensor<1x8x10x12xf32, #tsr.layout<nchw>>) -> tensor<1x8x10x12xf32, #tsr.layout<nhwc>>
+  %y = tsr.conv %xn, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x10x12xf32, #tsr.layout<nhwc>>, tensor<32x8x3x3xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+}
