@@ -1,20 +1,27 @@
-"""The conv kernel: a grid of (channel block, image, output depth, output row) over the tiles.
+"""The conv kernel: a grid of output rows (and, dense, channel blocks) over the register tiles.
 
     void @conv2d_avx512_n1_128to128_64x64_k3x3_p1x1(ptr %x, ptr %w, [ptr %bias,] [ptr %res,] ptr %out,
                                                     i64 %lo, i64 %hi)
 
 Kernel ABI of docs/kernel-ir.md: buffers ``x`` ``[N, C_in, (D,) H, W]`` with
-channels-last strides, the packed weight (``packing``), ``bias [C_out]`` and
-``residual`` (same shape and strides as ``out``) when the spec has them, then
-``out``; ``[lo, hi)`` is a range of the row-major grid
-``(groups * blocks, N, OD, OH)`` that the runtime splits across threads
-(all cores). A grid point computes one output row of one block of ``nr``
-output channels: its static edge tiles, then a loop over the dynamic tiles.
-Channel blocks are the outermost grid dim, so one thread's consecutive rows
-reuse one block of packed weights from L2 while the input rows they share
-(``KD * KH`` per row) stream through L1; each tile keeps its accumulators in
-registers over the whole window and all input channels, and writes its
-output once.
+channels-last strides (or contiguous ones: ``ConvSpec.input_layout``), the
+packed weight (``packing``), ``bias [C_out]`` and ``residual`` (same shape and
+strides as ``out``) when the spec has them, then ``out`` (channels-last);
+``[lo, hi)`` is a range of the row-major grid that the runtime splits across
+threads (all cores).
+
+Dense convs: grid ``(groups * blocks, N, OD, OH)`` (or ``(N, OD, OH, groups *
+blocks)`` when all packed weights fit L2: ``Tiling.rows_outer``). A grid point
+computes one output row of one block of ``nr`` output channels: its static
+edge tiles, then a loop over the dynamic tiles. Channel blocks outermost, one
+thread's consecutive rows reuse one block of packed weights from L2 while the
+input rows they share (``KD * KH`` per row) stream through L1; each tile keeps
+its accumulators in registers over the whole window and all input channels
+(or one cache block of them), and writes its output once.
+
+Depthwise convs: grid ``(N, OD, OH)``; a grid point walks the row's pixel
+tiles, and every channel block of a tile before the next tile, so the tile's
+input pixels are read whole (all channels, contiguous).
 """
 
 from __future__ import annotations

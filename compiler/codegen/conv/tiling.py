@@ -60,8 +60,8 @@ class Tiling:
     ``out`` between blocks, so one block's weights serve every tile of the row from L1."""
     ci_blocks: int = 1
     rows_outer: bool = False
-    """Grid ``(N, OD, OH, blocks)`` (weights small enough for L2: rows share their
-    input across blocks) rather than ``(blocks, N, OD, OH)``."""
+    """Dense: grid ``(N, OD, OH, blocks)`` (weights small enough for L2: rows share their
+    input across blocks) rather than ``(blocks, N, OD, OH)``. (Depthwise grids are rows alone.)"""
 
     @property
     def nr(self) -> int:
@@ -95,7 +95,7 @@ def choose_tiling(spec: ConvSpec) -> Tiling:
         nv = 1
         kw = spec.as3d("kernel")[2]
         mr, tiles = row_tiles(spec, max(2, min(DEPTHWISE_PIXELS, (isa.registers - 2 * kw + 1) // 2)))
-        return Tiling(lanes, nv, mr, tiles, cdiv(spec.out_channels, nv * lanes), True, rows_outer=True)
+        return Tiling(lanes, nv, mr, tiles, cdiv(spec.out_channels, nv * lanes), True)
     # padded channels, one vector per tile counted 1.25x (its inner loop is load-bound: one
     # weight load and one broadcast per FMA)
     nv = min(NV_ORDER, key=lambda v: (cdiv(spec.cout_g, v * lanes) * v * lanes * (1.25 if v == 1 else 1),
