@@ -26,7 +26,7 @@ import torch.fx
 from functorch.compile import make_boxed_func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from tessera.passes import FUSION_PIPELINES, PIPELINES
+from tessera.passes import FUSION_PIPELINES, OWN_CONV_KERNEL_PASSES, PIPELINES
 from tessera.runtime.layouts import Placement, in_layout
 
 from .capture import aot_backend
@@ -55,7 +55,8 @@ class BackendOptions:
     """Graph or epilogue-fusion passes to leave out (``("fold-upsample-into-conv",)``), to measure what one buys."""
     conv_kernels: bool = True
     """Run convs on tessera's own kernels where the conv cost model prefers them (x86);
-    ``False``: every conv on the library (oneDNN), to measure what the kernels buy."""
+    ``False``: every conv on the library (oneDNN), without the fusion passes that shape
+    convs for the kernel (``OWN_CONV_KERNEL_PASSES``), to measure what the kernels buy."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
@@ -122,7 +123,8 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
 
     from .stages import fuse_kernels, lower_kernels
 
-    program_ir = lower_kernels(fuse_kernels(module, options.target, options.disable), options.target)
+    disable = options.disable + (() if options.conv_kernels else OWN_CONV_KERNEL_PASSES)
+    program_ir = lower_kernels(fuse_kernels(module, options.target, disable), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
     features = options.features
     if features is None and device.type == "cuda":

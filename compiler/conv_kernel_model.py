@@ -42,7 +42,7 @@ vary with the state of the heap: hence the spread between runs) and the
 memory-bound classes where it streams channels-last rows well (1x1,
 depthwise, grouped). The dense 3x3 convs run at 53-80% of the FMA peak on
 both, oneDNN's a few percent ahead. Speedups are medians of the runs; the
-MobileNetV2 block end to end (1x1, depthwise, 1x1) runs 1.48x faster with
+MobileNetV2 block end to end (1x1, depthwise, 1x1) runs 1.44-1.48x faster with
 these classes on tessera than with every conv on oneDNN. Every rule below is measured; the host
 program asks :func:`prefers_tessera`.
 
@@ -58,9 +58,14 @@ from .conv_layout_model import ConvShape, Rule, first_rule
 MIN_GAIN = 1.05
 
 
-X86_RULES = (
+_NO_KERNEL = (
     Rule("not f32", lambda c: c.dtype != "f32", 0.0),
     Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),
+)
+_CHANNELS_LAST_ONLY = Rule("depthwise (channels are the vector lanes: channels-last only)", lambda c: c.depthwise, 0.0)
+
+X86_RULES = (
+    *_NO_KERNEL,
     Rule("depthwise 3-D", lambda c: c.depthwise and c.spatial == 3, 1.18),
     Rule("depthwise 2-D", lambda c: c.depthwise, 1.07),
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
@@ -74,9 +79,8 @@ X86_RULES = (
 RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_RULES}
 
 X86_CONTIGUOUS_INPUT_RULES = (
-    Rule("not f32", lambda c: c.dtype != "f32", 0.0),
-    Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),
-    Rule("depthwise (channels are the vector lanes: channels-last only)", lambda c: c.depthwise, 0.0),
+    *_NO_KERNEL,
+    _CHANNELS_LAST_ONLY,
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.50),
     Rule("3-D", lambda c: c.spatial == 3, 0.95),
     Rule("C_in/groups > 64", lambda c: c.channels_per_group > 64, 0.57),
@@ -101,16 +105,53 @@ jumps a whole plane::
 
 CONTIGUOUS_INPUT_RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_CONTIGUOUS_INPUT_RULES}
 
+X86_CONTIGUOUS_OUTPUT_RULES = (
+    *_NO_KERNEL,
+    _CHANNELS_LAST_ONLY,
+    Rule("C_in/groups < 16 (the kernel's own class: 0.44x channels-last)", lambda c: c.channels_per_group < 16, 0.44),
+    Rule("3-D", lambda c: c.spatial == 3, 0.92),
+    Rule("2-D", lambda c: True, 1.07),
+)
+"""tessera's kernel writing NCHW/NCDHW output (and reading the residual so: the
+relayout after a conv, or the add-and-relayout of a ResNet shortcut, folded in)
+against oneDNN's packed call followed by that relayout, 1 thread | 2 threads
+(BENCHMARKS.md, session 6). The kernel's tile goes through a scratch tile and
+each channel's row of pixels is stored contiguously; it keeps no partial sums
+between input-channel blocks then (the whole input-channel range per tile)::
+
+    2-D 3x3 64->64 56x56, + residual, ReLU .. 0.90x | 1.16x
+    2-D 3x3 32->32 112x112 ................... 1.40x | 1.19x
+    2-D 3x3 128->128 28x28 ................... 1.02x | 1.07x
+    2-D 3x3 256->256 14x14 ................... 1.09x | 1.19x
+    2-D 1x1 144->24 56x56 .................... 1.35x | 1.70x
+    3-D 3x3x3 64->64 4x32x32 ................. 0.83x | 1.01x
+"""
+
+CONTIGUOUS_OUTPUT_RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_CONTIGUOUS_OUTPUT_RULES}
+
+
+def rules_for(target: str, conv: ConvShape, input_layout: str = "channels_last",
+              output_layout: str = "channels_last") -> list[Rule | None]:
+    """The measured classes that decide ``conv`` with these layouts: channels-last in
+    and out, tessera's kernel over oneDNN's prepacked call; a ``contiguous`` input or
+    output, the kernel reading or writing it over that call plus the relayout (one
+    class for each)."""
+    if input_layout == output_layout == "channels_last":
+        return [first_rule(RULES.get(target, ()), conv)]
+    tables = ([CONTIGUOUS_INPUT_RULES] if input_layout != "channels_last" else []) + (
+        [CONTIGUOUS_OUTPUT_RULES] if output_layout != "channels_last" else [])
+    return [first_rule(t.get(target, ()), conv) for t in tables]
+
 
 def rule_for(target: str, conv: ConvShape, input_layout: str = "channels_last") -> Rule | None:
     """The measured class of ``conv`` (speedup: tessera's kernel over oneDNN's prepacked
     call; with a ``contiguous`` input, over the relayout and that call)."""
-    rules = RULES if input_layout == "channels_last" else CONTIGUOUS_INPUT_RULES
-    return first_rule(rules.get(target, ()), conv)
+    return rules_for(target, conv, input_layout)[0]
 
 
-def prefers_tessera(target: str, conv: ConvShape, input_layout: str = "channels_last") -> bool:
-    """Whether ``conv``, its input stored ``input_layout`` (``channels_last`` or
-    ``contiguous``), should run on tessera's kernel on ``target`` (only x86 has one)."""
-    rule = rule_for(target, conv, input_layout)
-    return rule is not None and rule.speedup >= MIN_GAIN
+def prefers_tessera(target: str, conv: ConvShape, input_layout: str = "channels_last",
+                    output_layout: str = "channels_last") -> bool:
+    """Whether ``conv``, its input and output stored ``input_layout``/``output_layout``
+    (``channels_last`` or ``contiguous``), should run on tessera's kernel on ``target``
+    (only x86 has one): every deciding class measured at least ``MIN_GAIN``."""
+    return all(r is not None and r.speedup >= MIN_GAIN for r in rules_for(target, conv, input_layout, output_layout))

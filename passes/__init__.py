@@ -66,6 +66,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {t: _graph_pipeline(t, policy) for t, po
 # without a relayout where that pays (fold-relayouts-into-convs) and takes its residual add in
 # its epilogue (fuse-conv-residuals); GPU convs (cuDNN through ATen) would add it in an ATen kernel.
 _EPILOGUES_AND_KERNELS = ("fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+OWN_CONV_KERNEL_PASSES = ("fold-relayouts-into-convs", "fuse-conv-residuals")
+"""The fusion passes that shape convs for tessera's own conv kernel (left out when it is not used)."""
 FUSION_PIPELINES: dict[str, tuple[str, ...]] = {
     "x86": ("fold-relayouts-into-convs", "fuse-conv-residuals", *_EPILOGUES_AND_KERNELS),
     "ptx": _EPILOGUES_AND_KERNELS,

@@ -1,5 +1,6 @@
 """``fold-relayouts-into-convs``: a conv that tessera's kernel computes reads
-its input in the layout it was produced in, instead of a relayout of it:
+its input in the layout it was produced in, instead of a relayout of it, and
+writes its result in the layout it is read in:
 
     %xr = tsr.relayout %x : (tensor<1x64x56x56xf32, #tsr.layout<nchw>>) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
     %y = tsr.conv %xr, %w, %b {...} : (tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, ...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
@@ -13,7 +14,17 @@ read and write of the whole input go away. The conv kernel cost model
 beats the relayout plus the library call: 2-D convs with 16-64 input
 channels per group, typically a network's first conv after an NCHW input.
 Elsewhere (a channel step jumps a whole plane of the input) the relayout
-stays. x86 fusion pipeline, before the epilogue fusions.
+stays. Likewise at the output: ``relayout(conv)`` to NCHW becomes a conv
+writing NCHW (its tile goes through a scratch tile, one channel row of pixels
+at a time) where the contiguous-output rules say that beats the library call
+and the relayout kernel:
+
+    %y = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nhwc>>
+    %z = tsr.relayout %y : (tensor<1x32x56x56xf32, #tsr.layout<nhwc>>) -> tensor<1x32x56x56xf32, #tsr.layout<nchw>>
+    // becomes
+    %z = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nchw>>
+
+x86 fusion pipeline, before the epilogue fusions.
 """
 
 from __future__ import annotations
@@ -22,24 +33,41 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from tessera.dialects import tsr
 
 
-class FoldRelayoutIntoConv(RewritePattern):
+def _own_kernel_conv(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute) -> tsr.ConvOp | None:
+    """``conv`` reading ``input`` and giving ``result_type``, if tessera's kernel would
+    compute that conv (not inserted anywhere), else None."""
+    from tessera.compiler.codegen.conv.host import wants_tessera
+
+    if conv.residual_input is not None and result_type != conv.result.type:
+        return None  # the residual is in the result's layout
+    folded = tsr.ConvOp.with_epilogue(input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
+    if wants_tessera(folded):
+        return folded
+    folded.drop_all_references()
+    return None
+
+
+class FoldRelayoutIntoConvInput(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.ConvOp, rewriter: PatternRewriter) -> None:
-        from tessera.compiler.codegen.conv.host import wants_tessera
-
         relayout = op.input.owner
         if not isinstance(relayout, tsr.RelayoutOp):
             return
-        folded = tsr.ConvOp.with_epilogue(relayout.input, op.weight, op.bias, op.residual_input, op.result.type,
-                                          op.properties)
-        if not wants_tessera(folded):
-            folded.drop_all_references()
+        folded = _own_kernel_conv(op, relayout.input, op.result.type)
+        if folded is None:
             return
         folded.result.name_hint = op.result.name_hint
         rewriter.replace(op, folded)
@@ -47,9 +75,24 @@ class FoldRelayoutIntoConv(RewritePattern):
             rewriter.erase(relayout)
 
 
+class FoldRelayoutIntoConvResult(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tsr.RelayoutOp, rewriter: PatternRewriter) -> None:
+        conv = op.input.owner
+        if not isinstance(conv, tsr.ConvOp) or not conv.result.has_one_use():
+            return
+        folded = _own_kernel_conv(conv, conv.input, op.result.type)
+        if folded is None:
+            return
+        folded.result.name_hint = op.result.name_hint
+        rewriter.replace(op, folded)
+        rewriter.erase(conv)
+
+
 @dataclass(frozen=True)
 class FoldRelayoutsIntoConvs(ModulePass):
     name = "fold-relayouts-into-convs"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FoldRelayoutIntoConv()).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier([FoldRelayoutIntoConvInput(),
+                                                          FoldRelayoutIntoConvResult()])).rewrite_module(op)

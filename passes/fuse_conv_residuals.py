@@ -18,6 +18,11 @@ kernel after the conv (ResNet block, 1x64x56x56, 2 threads, five runs of
 ``all_convs=true`` fuses into every conv. GPU convs (cuDNN through ATen) would
 add it in an ATen kernel of its own: their pipelines leave the pass out.
 
+Where tessera's kernel would compute the conv writing the add's layout
+(the contiguous-output rules of ``conv_kernel_model``), the conv writes it
+and reads the residual as it is: ``add(conv_nhwc, x_nchw) -> nchw`` becomes
+one conv with an NCHW result and residual, and no relayout at all.
+
 Runs in the fusion step, after the layout passes. The residual must already
 be there in the conv's layout: the add's other operand itself, or a relayout
 of it the graph computes anyway (a ResNet block's input, relayouted for its
@@ -71,6 +76,21 @@ def _own_kernel(conv: tsr.ConvOp) -> bool:
     return wants_tessera(conv)
 
 
+def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.ConvOp, r: SSAValue) -> bool:
+    """Fuses ``add(conv, r)`` into a conv that writes the add's layout (not the conv's),
+    reading ``r`` as it is, where tessera's kernel computes that conv: a ResNet
+    shortcut ``add(conv_nhwc, x_nchw) -> nchw`` becomes one kernel, no relayout."""
+    t = add.result.type
+    if r.type != t or t == conv.result.type or t.get_shape() != conv.result.type.get_shape():
+        return False
+    fused = tsr.ConvOp.with_epilogue(conv.input, conv.weight, conv.bias, r, t, conv.properties)
+    if not _own_kernel(fused):
+        fused.drop_all_references()
+        return False
+    replace_by_conv(rewriter, add, fused, [conv])
+    return True
+
+
 @dataclass
 class FuseConvResidual(RewritePattern):
     all_convs: bool = False
@@ -80,7 +100,11 @@ class FuseConvResidual(RewritePattern):
         lhs, rhs = op.operands
         for y, r in ((lhs, rhs), (rhs, lhs)):
             conv = _bare_conv(y) if y is not r else None
-            if conv is None or not isinstance(r.type, TensorType) or not (self.all_convs or _own_kernel(conv)):
+            if conv is None or not isinstance(r.type, TensorType):
+                continue
+            if _writes_in_add_layout(rewriter, op, conv, r):
+                return
+            if not (self.all_convs or _own_kernel(conv)):
                 continue
             t = conv.result.type
             if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()

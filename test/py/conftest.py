@@ -221,3 +221,23 @@ def record_graphs(fn: Callable, args: Sequence, training: bool = False):
             out = compiled(*args)
     torch._dynamo.reset()
     return out, runs
+
+
+def record_launches(monkeypatch) -> list[str]:
+    """The names of the kernels launched from now on (checked or trusted launches)."""
+    from tessera.runtime.kernel import Kernel
+
+    names: list[str] = []
+    launch, trusted = Kernel.launch, Kernel.launch_trusted
+
+    def counting(self, *tensors, **kw):
+        names.append(self.name)
+        return launch(self, *tensors, **kw)
+
+    def counting_trusted(self, tensors):
+        names.append(self.name)
+        return trusted(self, tensors)
+
+    monkeypatch.setattr(Kernel, "launch", counting)
+    monkeypatch.setattr(Kernel, "launch_trusted", counting_trusted)
+    return names

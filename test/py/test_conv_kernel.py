@@ -28,6 +28,8 @@ from tessera.compiler.codegen.conv.isa import isa_of_features
 from tessera.compiler.codegen.conv.tiling import choose_tiling
 from tessera.compiler.errors import TesseraError
 
+from conftest import record_launches
+
 GEN = torch.Generator().manual_seed(0)
 ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
 
@@ -49,17 +51,20 @@ def reference(x, w, b, res, act, **kw):
     return ACTS[act](y) if act else y
 
 
-def check(isa, n, cin, cout, size, kernel, *, bias=True, residual=False, act=None, input_layout="channels_last", **kw):
+def check(isa, n, cin, cout, size, kernel, *, bias=True, residual=False, act=None, input_layout="channels_last",
+          output_layout="channels_last", **kw):
     x = torch.randn(n, cin, *size, generator=GEN)
     x = channels_last(x) if input_layout == "channels_last" else x
     w = torch.randn(cout, cin // kw.get("groups", 1), *kernel, generator=GEN)
     b = torch.randn(cout, generator=GEN) if bias else None
     want = reference(x, w, b, None, None, **kw)
-    res = channels_last(torch.randn(want.shape, generator=GEN)) if residual else None
+    res = torch.randn(want.shape, generator=GEN) if residual else None
+    res = channels_last(res) if residual and output_layout == "channels_last" else res
     want = reference(x, w, b, res, act, **kw)
-    got = conv_channels_last(x, w, b, res, act, isa=isa, input_layout=input_layout, **kw)
+    got = conv_channels_last(x, w, b, res, act, isa=isa, input_layout=input_layout, output_layout=output_layout, **kw)
     assert got.shape == want.shape
-    assert got.is_contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+    assert (got.is_contiguous() if output_layout == "contiguous" else
+            got.is_contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d))
     scale = want.abs().max().item()
     torch.testing.assert_close(got, want, rtol=0, atol=1e-4 * scale)
     return got
@@ -99,9 +104,18 @@ def test_contiguous_input_layout_matches_eager(isa, n, cin, cout, size, kernel, 
     check(runnable(isa), n, cin, cout, size, kernel, input_layout="contiguous", residual=True, act="relu", **kw)
 
 
+@pytest.mark.parametrize("isa", CONV_ISAS)
+@pytest.mark.parametrize("n,cin,cout,size,kernel,kw", DENSE, ids=lambda v: str(v).replace(" ", ""))
+def test_contiguous_output_layout_matches_eager(isa, n, cin, cout, size, kernel, kw):
+    """The kernel writing NCHW/NCDHW output and reading an NCHW residual (a relayout after the conv folded in)."""
+    check(runnable(isa), n, cin, cout, size, kernel, output_layout="contiguous", residual=True, act="silu", **kw)
+
+
 def test_depthwise_reads_channels_last_only():
     with pytest.raises(InvalidConvSpec, match="depthwise"):
         ConvSpec(1, 8, 8, (5, 5), (3, 3), groups=8, input_layout="contiguous")
+    with pytest.raises(InvalidConvSpec, match="depthwise"):
+        ConvSpec(1, 8, 8, (5, 5), (3, 3), groups=8, output_layout="contiguous")
 
 
 @pytest.mark.parametrize("act", [None, *ACTS])
@@ -233,34 +247,14 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
         assert prefers_tessera("x86", conv) is expected, speedup
 
 
-def _conv_launches(monkeypatch) -> list[str]:
-    """The names of the conv kernels launched from now on (checked or trusted launches)."""
-    from tessera.runtime.kernel import Kernel
-
-    names: list[str] = []
-    launch, trusted = Kernel.launch, Kernel.launch_trusted
-
-    def counting(self, *tensors, **kw):
-        names.append(self.name)
-        return launch(self, *tensors, **kw)
-
-    def counting_trusted(self, tensors):
-        names.append(self.name)
-        return trusted(self, tensors)
-
-    monkeypatch.setattr(Kernel, "launch", counting)
-    monkeypatch.setattr(Kernel, "launch_trusted", counting_trusted)
-    return names
-
-
 def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
-    """Every x86 conv on tessera's kernel (reading NCHW input too, unless not ``contiguous_input``)."""
+    """Every x86 conv on tessera's kernel (reading and writing NCHW too, unless not ``contiguous_input``)."""
     import tessera.compiler.codegen.conv.host as host
 
     if host._host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
-    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, layout="channels_last": (
-        target == "x86" and (contiguous_input or layout == "channels_last")))
+    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: (
+        target == "x86" and (contiguous_input or all(v == "channels_last" for v in layouts))))
 
 
 def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
@@ -286,7 +280,7 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     with torch.no_grad():
         torch._dynamo.reset()
         compiled = torch.compile(model, backend="tessera")
-        names = _conv_launches(monkeypatch)
+        names = record_launches(monkeypatch)
         for _ in range(3):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()
@@ -309,7 +303,7 @@ def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
     with torch.no_grad():
         torch._dynamo.reset()
         compiled = torch.compile(block, backend="tessera")
-        names = _conv_launches(monkeypatch)
+        names = record_launches(monkeypatch)
         got = compiled(x)
         torch.testing.assert_close(got, block(x), rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()

@@ -91,10 +91,10 @@ def test_x86_fuses_residuals_where_tesseras_kernel_computes_the_conv(monkeypatch
     import tessera.compiler.codegen.conv.host as host
     from tessera.compiler.stages import fuse_kernels
 
-    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, layout="channels_last": False)  # oneDNN computes it
+    monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: False)  # oneDNN computes it
     assert ops(fuse_kernels(parse(block()), "x86"), tsr.ConvOp)[0].residual is None
     if host._host_isa() is not None:
-        monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, layout="channels_last": target == "x86")
+        monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: target == "x86")
         assert ops(fuse_kernels(parse(block()), "x86"), tsr.ConvOp)[0].residual is not None
     for target in ("ptx", "metal"):
         assert ops(fuse_kernels(parse(block()), target), tsr.ConvOp)[0].residual is None

@@ -23,7 +23,7 @@ from tessera.compiler.codegen.conv.build import build_conv, conv_target
 from tessera.compiler.codegen.conv.errors import ConvIsaUnavailable, ConvOperandMismatch
 from tessera.compiler.codegen.conv.isa import can_run_conv, select_conv_isa
 from tessera.compiler.codegen.conv.packing import PackedConvWeight, check_weight, pack_weight
-from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides
+from tessera.compiler.codegen.conv.spec import ConvSpec
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.cache import CompileCache, cache_key
 from tessera.runtime.device import Device
@@ -56,7 +56,7 @@ def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
 
 def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1, *, bias: bool = False,
              residual: bool = False, activation: str | None = None, isa: str | None = None,
-             input_layout: str = "channels_last") -> ConvSpec:
+             input_layout: str = "channels_last", output_layout: str = "channels_last") -> ConvSpec:
     """The :class:`ConvSpec` of ``conv(x, weight)`` with these arguments."""
     if not isinstance(x, torch.Tensor) or x.dim() not in (4, 5):
         got = f"rank {x.dim()}" if isinstance(x, torch.Tensor) else type(x).__name__
@@ -66,7 +66,7 @@ def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, gro
         raise ConvOperandMismatch(f"conv weight of shape {ws} does not fit a {x.dim()}-D input")
     return ConvSpec(x.shape[0], x.shape[1], ws[0], tuple(x.shape[2:]), ws[2:], stride, padding, dilation, groups,
                     bias=bias, residual=residual, activation=activation or "none", isa=isa or select_conv_isa(),
-                    input_layout=input_layout)
+                    input_layout=input_layout, output_layout=output_layout)
 
 
 def _strided(t: torch.Tensor, what: str, shape: tuple[int, ...], want: tuple[int, ...]) -> torch.Tensor:
@@ -82,9 +82,10 @@ def _strided(t: torch.Tensor, what: str, shape: tuple[int, ...], want: tuple[int
 def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight, bias: torch.Tensor | None = None,
                        residual: torch.Tensor | None = None, activation: str | None = None, *, stride=1, padding=0,
                        dilation=1, groups: int = 1, isa: str | None = None, features: str | None = None,
-                       input_layout: str = "channels_last") -> torch.Tensor:
+                       input_layout: str = "channels_last", output_layout: str = "channels_last") -> torch.Tensor:
     """``act(conv(x, weight) + bias + residual)`` as a channels-last float32 tensor
-    (``input_layout="contiguous"``: the kernel reads ``x`` in NCHW/NCDHW)."""
+    (``input_layout="contiguous"``: the kernel reads ``x`` in NCHW/NCDHW;
+    ``output_layout="contiguous"``: it writes the result, and reads the residual, so)."""
     if isinstance(weight, PackedConvWeight):
         isa = isa or weight.isa
         if weight.groups != groups:
@@ -95,7 +96,7 @@ def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight,
     else:
         raise ConvOperandMismatch(f"conv weight must be a tensor or a PackedConvWeight, not {type(weight).__name__}")
     spec = spec_for(x, wshape, stride, padding, dilation, groups, bias=bias is not None, residual=residual is not None,
-                    activation=activation, isa=isa, input_layout=input_layout)
+                    activation=activation, isa=isa, input_layout=input_layout, output_layout=output_layout)
     if isinstance(weight, PackedConvWeight):
         weight.check(spec)
         packed = weight
@@ -109,7 +110,7 @@ def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight,
             raise ConvOperandMismatch(f"conv bias must be a cpu tensor of shape ({spec.out_channels},)")
         args.append(bias.to(torch.float32).contiguous())
     if residual is not None:
-        args.append(_strided(residual, "residual", spec.output_shape(), channels_last_strides(spec.output_shape())))
-    out = torch.empty_strided(spec.output_shape(), channels_last_strides(spec.output_shape()))
+        args.append(_strided(residual, "residual", spec.output_shape(), spec.output_strides()))
+    out = torch.empty_strided(spec.output_shape(), spec.output_strides())
     kernel(*args, out)
     return out

@@ -14,6 +14,8 @@ target's vectors (no libm call):
     gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 
 A tile's last channel vector past the valid channels is stored with a mask.
+A contiguous (NCHW) output is written through a scratch tile, one channel's
+row of pixels at a time, the residual and activation applied there.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from tessera.compiler.codegen import expand_math
-from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_vec, store_vec
+from tessera.compiler.codegen.irbuild import F32, counted_loop, entry_alloca, gep, i64, load_vec, store_vec
 from tessera.compiler.codegen.conv.spec import ConvSpec
 
 
@@ -57,6 +59,9 @@ def store_tile(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value
     the tile's first channel; pixels ``C_out`` floats apart) through the epilogue;
     ``res`` points at the same element of the residual, ``bias`` at the tile's
     first channel's bias."""
+    if spec.output_layout != "channels_last":
+        _store_transposed(b, spec, accs, out, bias, res, nvalid)
+        return
     lanes = accs[0][0].type.count
     pixel_bytes = 4 * spec.out_channels
 
@@ -78,6 +83,35 @@ def store_tile(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value
             store_vec(b, value, gep(b, out, off), valid(v))
     if spec.activation in ("silu", "gelu", "gelu_tanh"):
         _activation_loop(b, spec, out, len(accs), nvalid, pixel_bytes)
+
+
+def _store_transposed(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value]], out: ir.Value,
+                      bias: ir.Value, res: ir.Value, nvalid: int) -> None:
+    """``store_tile`` into a contiguous (NCHW/NCDHW) output: the tile (bias added) goes
+    to a scratch tile pixel by pixel, then each channel's row of pixels is read
+    back across it, the residual (same layout) added, the activation applied, and
+    stored contiguously (``out``/``res`` point at pixel 0 of the tile's first channel)."""
+    lanes, width, nvec = accs[0][0].type.count, len(accs), len(accs[0])
+    nr = nvec * lanes
+    scratch = entry_alloca(b, F32, width * nr)
+    biases = [load_vec(b, gep(b, bias, 4 * v * lanes), lanes, min(lanes, nvalid - v * lanes))
+              for v in range(nvec)] if spec.bias else None
+    for p, row in enumerate(accs):
+        for v, acc in enumerate(row):
+            store_vec(b, b.fadd(acc, biases[v]) if biases else acc, gep(b, scratch, 4 * (p * nr + v * lanes)))
+    plane = 4 * spec.out_channel_stride
+
+    def channel(b: ir.IRBuilder, j: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+        src, dst = gep(b, scratch, b.mul(j, i64(4))), gep(b, out, b.mul(j, i64(plane)))
+        rsrc = gep(b, res, b.mul(j, i64(plane))) if spec.residual else None
+        for p in range(width):
+            value = b.load(gep(b, src, 4 * p * nr), typ=F32, align=4)
+            if rsrc is not None:
+                value = b.fadd(value, b.load(gep(b, rsrc, 4 * p), typ=F32, align=4))
+            b.store(activation_scalar(b, value, spec.activation), gep(b, dst, 4 * p), align=4)
+        return []
+
+    counted_loop(b, nvalid, [], channel, "out.c")
 
 
 def load_tile(b: ir.IRBuilder, spec: ConvSpec, out: ir.Value, pixels: int, nvec: int, lanes: int,

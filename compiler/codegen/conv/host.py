@@ -7,9 +7,9 @@
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
 
-:func:`wants_tessera` says which convs: f32 2-D/3-D convs with a
-channels-last result, reading channels-last input (or contiguous input, where
-``fold-relayouts-into-convs`` folded a relayout in), of a class
+:func:`wants_tessera` says which convs: f32 2-D/3-D convs reading and
+writing channels-last (or contiguous, where ``fold-relayouts-into-convs`` or
+``fuse-conv-residuals`` folded a relayout in), of a class
 ``compiler/conv_kernel_model.py`` gives tessera, on a CPU that runs a conv
 kernel path. :func:`conv_kernel` gives the loaded kernel (built at
 program build time through the compile cache) and the weight packing; the
@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import torch
 from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
 
 from tessera.compiler.codegen.conv.api import load_conv
 from tessera.compiler.codegen.conv.isa import CONV_ISAS, can_run_conv
@@ -41,21 +42,21 @@ def _host_isa() -> str | None:
     return next((isa for isa in CONV_ISAS if can_run_conv(isa)), None)
 
 
-def input_layout(op: tsr.ConvOp) -> str | None:
-    """How the kernel would read ``op``'s input: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
-    rank = len(op.input.type.get_shape())
-    layout = layout_of(op.input.type)
+def kernel_layout(v: SSAValue) -> str | None:
+    """How the kernel would read or write ``v``: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
+    rank = len(v.type.get_shape())
+    layout = layout_of(v.type)
     return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
 
 
 def wants_tessera(op: tsr.ConvOp) -> bool:
-    """An f32 2-D/3-D conv with a channels-last result, its input channels-last or
-    contiguous, of a class the cost model gives tessera, on a CPU that runs the kernel."""
+    """An f32 2-D/3-D conv, its input and result each channels-last or contiguous, of
+    a class the cost model gives tessera in those layouts, on a CPU that runs the kernel."""
     rank = len(op.input.type.get_shape())
-    layout = input_layout(op) if rank in (4, 5) else None
-    return (layout is not None and _host_isa() is not None and layout_of(op.result.type) == channels_last(rank)
+    layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
+    return (None not in layouts and _host_isa() is not None
             and all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result))
-            and prefers_tessera("x86", ConvShape.of(op), layout))
+            and prefers_tessera("x86", ConvShape.of(op), *layouts))
 
 
 def conv_spec(op: tsr.ConvOp) -> ConvSpec:
@@ -64,7 +65,8 @@ def conv_spec(op: tsr.ConvOp) -> ConvSpec:
     return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), ints(op.stride), ints(op.padding),
                     ints(op.dilation), op.groups.value.data, bias=op.bias is not None,
                     residual=op.residual_input is not None, activation=op.activation_name() or "none",
-                    isa=_host_isa() or "avx2", input_layout=input_layout(op) or "channels_last")
+                    isa=_host_isa() or "avx2", input_layout=kernel_layout(op.input) or "channels_last",
+                    output_layout=kernel_layout(op.result) or "channels_last")
 
 
 def conv_kernel(op: tsr.ConvOp) -> tuple[Kernel, Callable[[torch.Tensor], torch.Tensor]]:

@@ -33,7 +33,7 @@ from llvmlite import ir
 from tessera.compiler.codegen.irbuild import I64, PTR, counted_loop, gep, i64
 from tessera.compiler.codegen.conv.microkernel import emit_tile, tile_name
 from tessera.compiler.codegen.conv.packing import packed_shape
-from tessera.compiler.codegen.conv.spec import ConvSpec, channels_last_strides, contiguous_strides
+from tessera.compiler.codegen.conv.spec import ConvSpec, contiguous_strides
 from tessera.compiler.codegen.conv.tiling import Tiling, WTile, choose_tiling
 from tessera.compiler.codegen.target import Target
 from tessera.runtime.signature import BufferSpec, KernelSignature
@@ -67,8 +67,8 @@ def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
     if spec.bias:
         bufs.append(BufferSpec((spec.out_channels,), (1,), "float32"))
     if spec.residual:
-        bufs.append(BufferSpec(os_, channels_last_strides(os_), "float32"))
-    bufs.append(BufferSpec(os_, channels_last_strides(os_), "float32", is_output=True))
+        bufs.append(BufferSpec(os_, spec.output_strides(), "float32"))
+    bufs.append(BufferSpec(os_, spec.output_strides(), "float32", is_output=True))
     return tuple(bufs)
 
 
@@ -162,8 +162,9 @@ def conv_module(spec: ConvSpec, target: Target) -> ir.Module:
                    od: ir.Value, oh: ir.Value) -> list[ir.Value]:
         """The tile arguments before ``ow0``: ``x`` at the block's first input channel,
         ``out``/``res`` at the row's pixel 0 and the block's channel ``c0``."""
-        out = gep(b, ptrs["out"], b.mul(b.add(orow, c0), i64(4)))
-        res = gep(b, ptrs["res"], b.mul(b.add(orow, c0), i64(4))) if spec.residual else null
+        at = b.mul(b.add(orow, b.mul(c0, i64(spec.out_channel_stride))), i64(4))
+        out = gep(b, ptrs["out"], at)
+        res = gep(b, ptrs["res"], at) if spec.residual else null
         bias = gep(b, ptrs["bias"], b.mul(c0, i64(4))) if spec.bias else null
         return [x, wblk, out, bias, res, od, oh]
 
@@ -212,7 +213,8 @@ def conv_module(spec: ConvSpec, target: Target) -> ir.Module:
         wblk = gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
         x = gep(b, ptrs["x"], b.mul(b.add(b.mul(n, i64(D * H * W * spec.in_channels)),
                                           b.mul(cin0, i64(spec.channel_stride))), i64(4)))
-        orow = b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels))
+        orow = b.add(b.mul(n, i64(OD * OH * OW * spec.out_channels)),
+                     b.mul(b.add(b.mul(od, i64(OH)), oh), i64(OW * spec.out_pixel_stride)))
         args = block_args(b, x, orow, c0, wblk, od, oh)
         if len(variants) == 1:
             (fns,) = variants.values()

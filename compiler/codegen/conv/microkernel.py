@@ -96,7 +96,7 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
         id_ = b.add(b.sub(b.mul(od, i64(sd)), i64(pd)), b.mul(kd, i64(dd)))
         return guarded(b, b.icmp_unsigned("<", id_, i64(D)), accs, lambda b, a: kh_loop(b, kd, id_, a), "kd.in")
 
-    pix = b.mul(ow0, i64(4 * spec.out_channels))
+    pix = b.mul(ow0, i64(4 * spec.out_pixel_stride))
     out_tile = gep(b, out, pix)
     accs = [ir.Constant(vt, None)] * (tile.width * nvec)
     if blocked:  # later input-channel blocks continue from the partial sums in out

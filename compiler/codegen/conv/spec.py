@@ -58,6 +58,10 @@ class ConvSpec:
     """How ``x`` is stored: ``channels_last`` (NHWC/NDHWC), or ``contiguous``
     (NCHW/NCDHW, dense convs only: the kernel broadcasts input scalars, so it reads
     either layout, and a relayout before the conv is folded into it)."""
+    output_layout: str = "channels_last"
+    """How ``out`` (and the residual) are stored: ``channels_last``, or ``contiguous``
+    (dense convs only: a tile's channel vectors go through a scratch tile and are
+    written one channel row of pixels at a time; a relayout after the conv folded in)."""
 
     def __post_init__(self) -> None:
         for name in ("batch", "in_channels", "out_channels", "groups"):
@@ -83,11 +87,12 @@ class ConvSpec:
         if not isinstance(self.bias, bool) or not isinstance(self.residual, bool):
             raise InvalidConvSpec("conv kernel bias and residual are bools (whether the kernel takes them)")
         get_conv_isa(self.isa)
-        if self.input_layout not in INPUT_LAYOUTS:
-            raise InvalidConvSpec(f"conv kernel input_layout must be one of {', '.join(INPUT_LAYOUTS)}, "
-                                  f"got {self.input_layout!r}")
-        if self.input_layout != "channels_last" and self.depthwise:
-            raise InvalidConvSpec("a depthwise conv kernel reads channels-last input only (channels are its vector lanes)")
+        for what in ("input_layout", "output_layout"):
+            if getattr(self, what) not in INPUT_LAYOUTS:
+                raise InvalidConvSpec(f"conv kernel {what} must be one of {', '.join(INPUT_LAYOUTS)}, "
+                                      f"got {getattr(self, what)!r}")
+        if (self.input_layout, self.output_layout) != ("channels_last",) * 2 and self.depthwise:
+            raise InvalidConvSpec("a depthwise conv kernel reads and writes channels-last only (channels are its vector lanes)")
         for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.padding, self.dilation)):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
@@ -134,9 +139,23 @@ class ConvSpec:
         """Elements between neighbouring input channels."""
         return 1 if self.input_layout == "channels_last" else math.prod(self.input_size)
 
+    @property
+    def out_pixel_stride(self) -> int:
+        """Elements between neighbouring output pixels along W."""
+        return self.out_channels if self.output_layout == "channels_last" else 1
+
+    @property
+    def out_channel_stride(self) -> int:
+        """Elements between neighbouring output channels."""
+        return 1 if self.output_layout == "channels_last" else math.prod(self.output_size)
+
     def input_strides(self) -> tuple[int, ...]:
         shape = self.input_shape()
         return channels_last_strides(shape) if self.input_layout == "channels_last" else contiguous_strides(shape)
+
+    def output_strides(self) -> tuple[int, ...]:
+        shape = self.output_shape()
+        return channels_last_strides(shape) if self.output_layout == "channels_last" else contiguous_strides(shape)
 
     @property
     def kernel_volume(self) -> int:
@@ -169,6 +188,8 @@ class ConvSpec:
             parts.append(self.activation)
         if self.input_layout != "channels_last":
             parts.append("xcontig")
+        if self.output_layout != "channels_last":
+            parts.append("ycontig")
         return "_".join(parts)
 
 

@@ -103,7 +103,10 @@ def choose_tiling(spec: ConvSpec) -> Tiling:
     mr, tiles = row_tiles(spec, isa.max_pixels(nv))
     blocks = cdiv(spec.cout_g, nv * lanes)
     kvol = spec.kernel_volume
-    cb = max(MIN_CI_BLOCK, L1_WEIGHT_BYTES // (kvol * nv * lanes * 4) // 4 * 4)
+    # a contiguous output keeps no partial sums between blocks: its tiles are
+    # transposed on the way out, too slow to read back and write again per block
+    cb = spec.cin_g if spec.output_layout != "channels_last" else max(
+        MIN_CI_BLOCK, L1_WEIGHT_BYTES // (kvol * nv * lanes * 4) // 4 * 4)
     nb = cdiv(spec.cin_g, cb)
     cb = cdiv(spec.cin_g, nb) if nb == 1 else cdiv(cdiv(spec.cin_g, nb), 4) * 4
     nb = cdiv(spec.cin_g, cb)

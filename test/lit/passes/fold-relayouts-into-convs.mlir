@@ -1,5 +1,6 @@
 // fold-relayouts-into-convs: a conv tessera's kernel computes (x86 host) reads
-// its NCHW input directly, 16-64 input channels: the relayout goes; with 8
+// its NCHW input directly, 16-64 input channels: the relayout goes (and one
+// after it, writing NCHW); with 8
 // input channels the cost model keeps the relayout and oneDNN.
 // RUN: compilerctl opt %s -p fold-relayouts-into-convs | filecheck %s
 
@@ -20,4 +21,15 @@ func.func @few_channels(%x: tensor<1x8x10x12xf32, #tsr.layout<nchw>>, %w: tensor
   %xn = tsr.relayout %x : (tensor<1x8x10x12xf32, #tsr.layout<nchw>>) -> tensor<1x8x10x12xf32, #tsr.layout<nhwc>>
   %y = tsr.conv %xn, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x10x12xf32, #tsr.layout<nhwc>>, tensor<32x8x3x3xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
   func.return %y : tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+}
+
+// The relayout after the conv: the conv writes NCHW itself.
+// CHECK-LABEL: func.func @last_conv(
+// CHECK-NOT: tsr.relayout
+// CHECK: %[[Z:.+]] = tsr.conv {{.*}} -> tensor<1x32x10x12xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: func.return %[[Z]]
+func.func @last_conv(%x: tensor<1x32x10x12xf32, #tsr.layout<nhwc>>, %w: tensor<32x32x3x3xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nchw>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x32x10x12xf32, #tsr.layout<nhwc>>, tensor<32x32x3x3xf32>) -> tensor<1x32x10x12xf32, #tsr.layout<nhwc>>
+  %z = tsr.relayout %y : (tensor<1x32x10x12xf32, #tsr.layout<nhwc>>) -> tensor<1x32x10x12xf32, #tsr.layout<nchw>>
+  func.return %z : tensor<1x32x10x12xf32, #tsr.layout<nchw>>
 }
