@@ -1,7 +1,8 @@
-// fold-relayouts-into-convs: a conv tessera's kernel computes (x86 host) reads
-// its NCHW input directly, 16-64 input channels: the relayout goes (and one
-// after it, writing NCHW); with 8
-// input channels the cost model keeps the relayout and oneDNN.
+// fold-relayouts-into-convs: a conv tessera's kernel computes (an x86 host with
+// AVX2 runs it) reads its NCHW input directly with 16-64 input channels, and
+// writes NCHW itself: the relayouts go; with 8 input channels the cost model
+// keeps the relayout and oneDNN.
+// REQUIRES: avx2
 // RUN: compilerctl opt %s -p fold-relayouts-into-convs | filecheck %s
 
 // CHECK-LABEL: func.func @first_conv(
