@@ -51,7 +51,6 @@ from fma_peak import peak_gflops  # noqa: E402
 
 from tessera.compiler.codegen.conv import ConvSpec, can_run_conv, pack_weight, select_conv_isa  # noqa: E402
 from tessera.compiler.codegen.conv.api import load_conv  # noqa: E402
-from tessera.compiler.codegen.conv.spec import channels_last_strides  # noqa: E402
 
 # (label, input shape, out channels, kernel, stride, padding, groups)
 SHAPES = [
@@ -113,7 +112,7 @@ def candidates(shape, cout, k, stride, padding, groups, inductor: bool) -> tuple
     for isa, s in specs.items():
         pw = pack_weight(w, s)
         kernel = load_conv(s)
-        kept = torch.empty_strided(s.output_shape(), channels_last_strides(s.output_shape()))
+        kept = torch.empty_strided(s.output_shape(), s.output_strides())
         kernel(x_cl, pw.data, b, kept)  # checked once, as a program's first run does
         out["tessera" if isa == best else f"tessera {isa}"] = (
             lambda k=kernel, pw=pw, kept=kept: k.launch_trusted([x_cl, pw.data, b, kept]) or kept)

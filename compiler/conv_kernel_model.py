@@ -137,16 +137,15 @@ def rules_for(target: str, conv: ConvShape, input_layout: str = "channels_last",
     output, the kernel reading or writing it over that call plus the relayout (one
     class for each)."""
     if input_layout == output_layout == "channels_last":
-        return [first_rule(RULES.get(target, ()), conv)]
+        return [rule_for(target, conv)]
     tables = ([CONTIGUOUS_INPUT_RULES] if input_layout != "channels_last" else []) + (
         [CONTIGUOUS_OUTPUT_RULES] if output_layout != "channels_last" else [])
     return [first_rule(t.get(target, ()), conv) for t in tables]
 
 
-def rule_for(target: str, conv: ConvShape, input_layout: str = "channels_last") -> Rule | None:
-    """The measured class of ``conv`` (speedup: tessera's kernel over oneDNN's prepacked
-    call; with a ``contiguous`` input, over the relayout and that call)."""
-    return rules_for(target, conv, input_layout)[0]
+def rule_for(target: str, conv: ConvShape) -> Rule | None:
+    """The measured class of a channels-last ``conv`` (speedup: tessera's kernel over oneDNN's prepacked call)."""
+    return first_rule(RULES.get(target, ()), conv)
 
 
 def prefers_tessera(target: str, conv: ConvShape, input_layout: str = "channels_last",

@@ -68,15 +68,20 @@ class _Builder:
         self.conv_kernels = conv_kernels
         self.env = REFERENCE_CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
         self.kernels = kernels
-        self.ids: dict[SSAValue | object, int] = {}  # object(): a buffer no IR value names
+        self.ids: dict[SSAValue | object, int] = {}
         self.scalars: dict[SSAValue, object] = {}
         self.steps: list = []
         self.result = HostProgram(Program((), (), ()))
 
-    def buffer(self, v: SSAValue) -> int:
+    def buffer(self, v: SSAValue | object) -> int:
+        """``v``'s buffer id (a new one on first sight)."""
         if v not in self.ids:
             self.ids[v] = len(self.ids)
         return self.ids[v]
+
+    def new_buffer(self) -> int:
+        """A buffer no IR value names (a packed weight)."""
+        return self.buffer(object())
 
     def operand(self, v: SSAValue, user: Operation) -> int:
         if v not in self.ids:
@@ -123,7 +128,7 @@ class _Builder:
         from .codegen.conv.host import conv_kernel
 
         kernel, pack = conv_kernel(op)
-        packed = self.ids[object()] = len(self.ids)
+        packed = self.new_buffer()
         self.steps.append(Call(pack, (self.operand(op.weight, op),), (packed,)))
         out = self.buffer(op.result)
         self.steps.append(Alloc(out, op.result.type))

@@ -45,48 +45,35 @@ from xdsl.pattern_rewriter import (
 
 from tessera.dialects import tsr
 
+from .fuse_conv_epilogues import replace_by_conv
 
-def _own_kernel_conv(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute) -> tsr.ConvOp | None:
-    """``conv`` reading ``input`` and giving ``result_type``, if tessera's kernel would
-    compute that conv (not inserted anywhere), else None."""
-    from tessera.compiler.codegen.conv.host import wants_tessera
+
+def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute) -> tsr.ConvOp | None:
+    """``conv`` reading ``input`` and giving ``result_type``, where tessera's kernel would compute it."""
+    from tessera.compiler.codegen.conv.host import own_kernel_conv
 
     if conv.residual_input is not None and result_type != conv.result.type:
         return None  # the residual is in the result's layout
-    folded = tsr.ConvOp.with_epilogue(input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
-    if wants_tessera(folded):
-        return folded
-    folded.drop_all_references()
-    return None
+    return own_kernel_conv(input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
 
 
 class FoldRelayoutIntoConvInput(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.ConvOp, rewriter: PatternRewriter) -> None:
         relayout = op.input.owner
-        if not isinstance(relayout, tsr.RelayoutOp):
-            return
-        folded = _own_kernel_conv(op, relayout.input, op.result.type)
-        if folded is None:
-            return
-        folded.result.name_hint = op.result.name_hint
-        rewriter.replace(op, folded)
-        if not relayout.result.uses:
-            rewriter.erase(relayout)
+        folded = _folded(op, relayout.input, op.result.type) if isinstance(relayout, tsr.RelayoutOp) else None
+        if folded is not None:
+            replace_by_conv(rewriter, op, folded, [] if relayout.result.has_more_than_one_use() else [relayout])
 
 
 class FoldRelayoutIntoConvResult(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.RelayoutOp, rewriter: PatternRewriter) -> None:
         conv = op.input.owner
-        if not isinstance(conv, tsr.ConvOp) or not conv.result.has_one_use():
-            return
-        folded = _own_kernel_conv(conv, conv.input, op.result.type)
-        if folded is None:
-            return
-        folded.result.name_hint = op.result.name_hint
-        rewriter.replace(op, folded)
-        rewriter.erase(conv)
+        if isinstance(conv, tsr.ConvOp) and conv.result.has_one_use():
+            folded = _folded(conv, conv.input, op.result.type)
+            if folded is not None:
+                replace_by_conv(rewriter, op, folded, [conv])
 
 
 @dataclass(frozen=True)

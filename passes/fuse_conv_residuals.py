@@ -80,12 +80,13 @@ def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.C
     """Fuses ``add(conv, r)`` into a conv that writes the add's layout (not the conv's),
     reading ``r`` as it is, where tessera's kernel computes that conv: a ResNet
     shortcut ``add(conv_nhwc, x_nchw) -> nchw`` becomes one kernel, no relayout."""
+    from tessera.compiler.codegen.conv.host import own_kernel_conv
+
     t = add.result.type
     if r.type != t or t == conv.result.type or t.get_shape() != conv.result.type.get_shape():
         return False
-    fused = tsr.ConvOp.with_epilogue(conv.input, conv.weight, conv.bias, r, t, conv.properties)
-    if not _own_kernel(fused):
-        fused.drop_all_references()
+    fused = own_kernel_conv(conv.input, conv.weight, conv.bias, r, t, conv.properties)
+    if fused is None:
         return False
     replace_by_conv(rewriter, add, fused, [conv])
     return True

@@ -83,9 +83,9 @@ def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight,
                        residual: torch.Tensor | None = None, activation: str | None = None, *, stride=1, padding=0,
                        dilation=1, groups: int = 1, isa: str | None = None, features: str | None = None,
                        input_layout: str = "channels_last", output_layout: str = "channels_last") -> torch.Tensor:
-    """``act(conv(x, weight) + bias + residual)`` as a channels-last float32 tensor
-    (``input_layout="contiguous"``: the kernel reads ``x`` in NCHW/NCDHW;
-    ``output_layout="contiguous"``: it writes the result, and reads the residual, so)."""
+    """``act(conv(x, weight) + bias + residual)`` as a float32 tensor, channels-last
+    unless ``output_layout="contiguous"`` (then the result, and the residual it reads,
+    are NCHW/NCDHW); ``input_layout="contiguous"``: the kernel reads ``x`` in NCHW/NCDHW."""
     if isinstance(weight, PackedConvWeight):
         isa = isa or weight.isa
         if weight.groups != groups:

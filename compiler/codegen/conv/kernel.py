@@ -6,7 +6,8 @@
 Kernel ABI of docs/kernel-ir.md: buffers ``x`` ``[N, C_in, (D,) H, W]`` with
 channels-last strides (or contiguous ones: ``ConvSpec.input_layout``), the
 packed weight (``packing``), ``bias [C_out]`` and ``residual`` (same shape and
-strides as ``out``) when the spec has them, then ``out`` (channels-last);
+strides as ``out``) when the spec has them, then ``out`` (channels-last, or
+contiguous: ``ConvSpec.output_layout``);
 ``[lo, hi)`` is a range of the row-major grid that the runtime splits across
 threads (all cores).
 
@@ -33,9 +34,10 @@ from llvmlite import ir
 from tessera.compiler.codegen.irbuild import I64, PTR, counted_loop, gep, i64
 from tessera.compiler.codegen.conv.microkernel import emit_tile, tile_name
 from tessera.compiler.codegen.conv.packing import packed_shape
-from tessera.compiler.codegen.conv.spec import ConvSpec, contiguous_strides
+from tessera.compiler.codegen.conv.spec import ConvSpec
 from tessera.compiler.codegen.conv.tiling import Tiling, WTile, choose_tiling
 from tessera.compiler.codegen.target import Target
+from tessera.dialects.tsr.layout import identity, strides_for
 from tessera.runtime.signature import BufferSpec, KernelSignature
 
 
@@ -63,7 +65,7 @@ def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
     til = choose_tiling(spec)
     ws = packed_shape(spec, til)
     xs, os_ = spec.input_shape(), spec.output_shape()
-    bufs = [BufferSpec(xs, spec.input_strides(), "float32"), BufferSpec(ws, contiguous_strides(ws), "float32")]
+    bufs = [BufferSpec(xs, spec.input_strides(), "float32"), BufferSpec(ws, strides_for(ws, identity(len(ws))), "float32")]
     if spec.bias:
         bufs.append(BufferSpec((spec.out_channels,), (1,), "float32"))
     if spec.residual:

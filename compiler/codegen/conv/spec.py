@@ -6,7 +6,8 @@
 computes ``act(conv(x, w) + bias + residual)`` like ``torch.nn.functional.conv2d``
 / ``conv3d`` followed by ``+ residual`` and the activation (each optional), for
 ``x`` of logical shape ``[N, C_in, (D,) H, W]`` stored channels-last
-(``NHWC``/``NDHWC`` strides) and an output in the same layout. Sizes are static:
+(``NHWC``/``NDHWC`` strides) and an output in the same layout, or either one
+contiguous (``input_layout``/``output_layout``, dense convs). Sizes are static:
 one kernel per shape, like the library's primitive descriptors.
 
 Activations: ``relu``, ``relu6`` (``min(max(x, 0), 6)``), ``silu`` (``x * sigmoid(x)``), ``gelu`` (erf, torch's
@@ -20,9 +21,11 @@ from dataclasses import dataclass
 
 from tessera.compiler.codegen.conv.errors import InvalidConvSpec
 from tessera.compiler.codegen.conv.isa import get_conv_isa
+from tessera.dialects.tsr.layout import channels_last, identity, strides_for
 
 ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh")
-INPUT_LAYOUTS = ("channels_last", "contiguous")
+LAYOUTS = {"channels_last": channels_last, "contiguous": identity}
+"""How the kernel's input and output may be stored, and each one's dim order (``tsr.layout``)."""
 DTYPES = ("float32",)
 
 
@@ -88,8 +91,8 @@ class ConvSpec:
             raise InvalidConvSpec("conv kernel bias and residual are bools (whether the kernel takes them)")
         get_conv_isa(self.isa)
         for what in ("input_layout", "output_layout"):
-            if getattr(self, what) not in INPUT_LAYOUTS:
-                raise InvalidConvSpec(f"conv kernel {what} must be one of {', '.join(INPUT_LAYOUTS)}, "
+            if getattr(self, what) not in LAYOUTS:
+                raise InvalidConvSpec(f"conv kernel {what} must be one of {', '.join(LAYOUTS)}, "
                                       f"got {getattr(self, what)!r}")
         if (self.input_layout, self.output_layout) != ("channels_last",) * 2 and self.depthwise:
             raise InvalidConvSpec("a depthwise conv kernel reads and writes channels-last only (channels are its vector lanes)")
@@ -129,33 +132,35 @@ class ConvSpec:
         """One input channel per output channel (``groups == C_in == C_out``)."""
         return self.groups > 1 and self.groups == self.in_channels == self.out_channels
 
+    def input_strides(self) -> tuple[int, ...]:
+        """Element strides of ``x`` (``[N, C_in, *spatial]`` stored ``input_layout``)."""
+        shape = self.input_shape()
+        return strides_for(shape, LAYOUTS[self.input_layout](len(shape)))
+
+    def output_strides(self) -> tuple[int, ...]:
+        """Element strides of ``out`` and the residual (stored ``output_layout``)."""
+        shape = self.output_shape()
+        return strides_for(shape, LAYOUTS[self.output_layout](len(shape)))
+
     @property
     def pixel_stride(self) -> int:
         """Elements between neighbouring input pixels along W."""
-        return self.in_channels if self.input_layout == "channels_last" else 1
+        return self.input_strides()[-1]
 
     @property
     def channel_stride(self) -> int:
         """Elements between neighbouring input channels."""
-        return 1 if self.input_layout == "channels_last" else math.prod(self.input_size)
+        return self.input_strides()[1]
 
     @property
     def out_pixel_stride(self) -> int:
         """Elements between neighbouring output pixels along W."""
-        return self.out_channels if self.output_layout == "channels_last" else 1
+        return self.output_strides()[-1]
 
     @property
     def out_channel_stride(self) -> int:
         """Elements between neighbouring output channels."""
-        return 1 if self.output_layout == "channels_last" else math.prod(self.output_size)
-
-    def input_strides(self) -> tuple[int, ...]:
-        shape = self.input_shape()
-        return channels_last_strides(shape) if self.input_layout == "channels_last" else contiguous_strides(shape)
-
-    def output_strides(self) -> tuple[int, ...]:
-        shape = self.output_shape()
-        return channels_last_strides(shape) if self.output_layout == "channels_last" else contiguous_strides(shape)
+        return self.output_strides()[1]
 
     @property
     def kernel_volume(self) -> int:
@@ -191,25 +196,3 @@ class ConvSpec:
         if self.output_layout != "channels_last":
             parts.append("ycontig")
         return "_".join(parts)
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Row-major strides of ``shape``."""
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= s
-    return tuple(out[::-1])
-
-
-def channels_last_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Strides of ``[N, C, *spatial]`` stored as ``[N, *spatial, C]``."""
-    n, c, *sp = shape
-    strides = [0] * len(shape)
-    strides[1] = 1
-    acc = c
-    for i in range(len(sp) - 1, -1, -1):
-        strides[2 + i] = acc
-        acc *= sp[i]
-    strides[0] = acc
-    return tuple(strides)
