@@ -10,14 +10,15 @@ writes its result in the layout it is read in:
 tessera's conv kernel broadcasts one input scalar per (pixel, input channel),
 so it reads NCHW/NCDHW input as well as channels-last; the relayout kernel's
 read and write of the whole input go away. The conv kernel cost model
-(``compiler/conv_kernel_model.py``, contiguous-input rules) says where that
-beats the relayout plus the library call: 2-D convs with 16-64 input
-channels per group, typically a network's first conv after an NCHW input.
+(``compiler/conv_kernel_model.py``, contiguous-input rules, measured end to
+end by ``bench/conv_layout_folds.py``) says where that beats the program with
+the relayout a kernel of its own: 2-D convs with 16-64 input channels per
+group, typically a network's first conv after an NCHW input.
 Elsewhere (a channel step jumps a whole plane of the input) the relayout
 stays. Likewise at the output: ``relayout(conv)`` to NCHW becomes a conv
 writing NCHW (its tile goes through a scratch tile, one channel row of pixels
-at a time) where the contiguous-output rules say that beats the library call
-and the relayout kernel:
+at a time) where the contiguous-output rules say that beats the relayout kernel
+after the conv (2-D convs):
 
     %y = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nhwc>>
     %z = tsr.relayout %y : (tensor<1x32x56x56xf32, #tsr.layout<nhwc>>) -> tensor<1x32x56x56xf32, #tsr.layout<nchw>>
