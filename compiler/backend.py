@@ -24,6 +24,8 @@ from typing import Any
 import torch
 import torch.fx
 from functorch.compile import make_boxed_func
+
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from tessera.passes import FUSION_PIPELINES, OWN_CONV_KERNEL_PASSES, PIPELINES
@@ -36,6 +38,7 @@ from .host_program import HostProgram, build_host_program
 from .interpreter import Interpreter, find_function
 from .ir_io import print_module, verify_module
 from .pass_pipeline import build_pipeline, pass_name, without
+from .report import ATEN, INTERPRETER, FallbackError, GraphReport, publish
 
 log = logging.getLogger("tessera")
 
@@ -57,6 +60,16 @@ class BackendOptions:
     """Run convs on tessera's own kernels where the conv cost model prefers them (x86);
     ``False``: every conv on the library (oneDNN), without the fusion passes that shape
     convs for the kernel (``OWN_CONV_KERNEL_PASSES``), to measure what the kernels buy."""
+    freezing: bool = False
+    """Like Inductor's ``freezing``: values computed from weights (packed conv and
+    GEMM weights, a folded BatchNorm) are kept while each weight's version
+    counter is unchanged. Writes that bypass it (``p.data.mul_(2)``, through
+    ``.numpy()``) are then not seen. Default: computed on every call, as eager."""
+    strict: bool = False
+    """Raise :class:`FallbackError` where a graph would run uncompiled (as ATen or
+    through the interpreter) instead of falling back."""
+    report: bool = False
+    """Print each graph's :class:`GraphReport` (what ran as kernels, library calls, ATen) to stderr."""
 
     def __post_init__(self) -> None:
         if self.target not in PIPELINES:
@@ -133,35 +146,60 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
         features = device_sm(device)
     kernels = (compile_kernels(program_ir.kernels, options.target, features, device=Device(device))
                if has_kernels else None)
-    return build_host_program(program_ir.host, kernels, device=device, conv_kernels=options.conv_kernels)
+    return build_host_program(program_ir.host, kernels, device=device, conv_kernels=options.conv_kernels,
+                              freezing=options.freezing)
 
 
 def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
                   device: torch.device = torch.device("cpu")) -> Callable:
-    """Import and prepare one ATen graph; fall back to ATen if tessera cannot."""
+    """Import and prepare one ATen graph; fall back to ATen (or the reference
+    interpreter) if tessera cannot, unless ``options.strict``. The graph's
+    :class:`GraphReport` says which (``report.py``).
+
+    It runs outside AOTAutograd's fake mode: what tessera builds at compile
+    time (constants, packed weights) is made of real tensors."""
+    report = GraphReport(kind)
+    with unset_fake_temporarily():
+        program = _compile(gm, options, report, device)
+    publish(report, echo=options.report)
+    if not report.compiled and options.strict and options.codegen:
+        raise FallbackError.of(report)
+    return make_boxed_func(program)
+
+
+def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphReport,
+             device: torch.device) -> Callable:
     try:
         result = import_graph(gm)
         verify_module(result.module)
         build_pipeline(options.pipeline()).apply(make_context(), result.module)
         verify_module(result.module)
     except Exception as e:  # noqa: BLE001 - any failure here must not reach the user's program
-        log.warning("tessera: %s graph runs as ATen (not compiled): %s", kind, e)
-        return make_boxed_func(gm.forward)
-    if result.fallbacks:
-        kept = ", ".join(f"{n} x{c}" for n, c in sorted(result.fallbacks.items()))
-        log.info("tessera: %s graph keeps ATen calls: %s", kind, kept)
+        report.status, report.reason = ATEN, _reason(e)
+        return gm.forward
     if options.print_ir:
-        print(f"// tessera: {kind} graph\n{print_module(result.module)}")
+        print(f"// tessera: {report.kind} graph\n{print_module(result.module)}")
     run = None
-    if options.codegen and RUNS_ON.get(options.target) == device.type:
+    if not options.codegen:
+        report.status, report.reason = INTERPRETER, "codegen=False"
+    elif RUNS_ON.get(options.target) != device.type:
+        report.status, report.reason = INTERPRETER, f"target {options.target} does not run on {device.type} tensors"
+    else:
         try:
             host = compile_kernels_of(result.module, options, device)
-            run = host
-            if host.aten_ops:
-                log.info("tessera: %s graph calls ATen for: %s", kind, dict(host.aten_ops))
         except Exception as e:  # noqa: BLE001 - the interpreter still gives the right answer
-            log.warning("tessera: %s graph runs through the reference interpreter (not compiled): %s", kind, e)
-    return make_boxed_func(GraphProgram(result.module, result.output_is_none, run))
+            report.status, report.reason = INTERPRETER, _reason(e)
+        else:
+            run = host
+            host.report.kind = report.kind
+            vars(report).update(vars(host.report))
+    return GraphProgram(result.module, result.output_is_none, run)
+
+
+def _reason(e: Exception) -> str:
+    """An exception as one line of a report."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
 
 
 def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any] | None = None):
@@ -170,7 +208,16 @@ def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str,
     gpu_target = DEVICE_TARGET.get(graph_device(example_inputs).type)
     if opts.target == "x86" and gpu_target:
         opts = dataclasses.replace(opts, target=gpu_target)  # CUDA tensors: PTX kernels; MPS tensors: Metal
-    return aot_backend(
-        lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins)),
-        lambda g, ins: compile_graph(g, opts, "backward", graph_device(ins)),
-    )(gm, example_inputs)
+    try:
+        return aot_backend(
+            lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins)),
+            lambda g, ins: compile_graph(g, opts, "backward", graph_device(ins)),
+        )(gm, example_inputs)
+    except FallbackError:
+        raise
+    except Exception as e:  # noqa: BLE001 - tracing failed (a decomposition, AOTAutograd): run as captured
+        report = GraphReport("dynamo", ATEN, f"AOTAutograd could not trace it: {_reason(e)}")
+        publish(report, echo=opts.report)
+        if opts.strict:
+            raise FallbackError.of(report) from e
+        return gm.forward

@@ -1,7 +1,8 @@
-"""The decompositions tessera imports through: Inductor's table, minus the ops
-that ``tsr`` keeps whole because a whole op is what a kernel wants (nearest and
-bilinear upsampling decompose into index gathers; SiLU and GELU into several
-elementwise ops that fusion would have to rediscover).
+"""The decompositions tessera imports through: Inductor's table (without its
+fast-random prims), minus the ops that ``tsr`` keeps whole because a whole op
+is what a kernel wants (nearest and bilinear upsampling decompose into index
+gathers; SiLU and GELU into several elementwise ops that fusion would have to
+rediscover), and those whose decompositions need Inductor itself (``INDUCTOR_ONLY``).
 
 Upsampling also has Python kernels at the ``CompositeImplicitAutograd`` and
 ``Autograd`` keys that decompose it while AOTAutograd traces, whatever the
@@ -35,12 +36,22 @@ def _kept_overloads() -> list:
     return [getattr(p, o) for p in KEPT_WHOLE for o in p.overloads()]
 
 
+INDUCTOR_ONLY = (
+    aten.max_pool2d_with_indices,  # into Inductor's low-memory pooling prims, behind its lowering module
+    aten.max_pool3d_with_indices,
+    aten.masked_scatter,  # asks Inductor's codegen what its backend can do
+)
+"""Ops whose Inductor decompositions lean on Inductor itself (its prims, its
+lowering or codegen modules): tessera keeps them whole, so its table stands on
+its own in a process that imported nothing of Inductor but the table."""
+
+
 @functools.cache
 def _table() -> dict:
-    from torch._inductor.decomposition import select_decomp_table
+    from torch._inductor.decomposition import decompositions  # without Inductor's fast-random prims
 
-    kept = set(_kept_overloads())
-    return {k: v for k, v in select_decomp_table().items() if k not in kept}
+    kept = set(_kept_overloads()) | {getattr(p, o) for p in INDUCTOR_ONLY for o in p.overloads()}
+    return {k: v for k, v in decompositions.items() if k not in kept}
 
 
 def decomposition_table() -> dict:

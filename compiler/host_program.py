@@ -16,7 +16,8 @@ version (``weight_cache``); values computed from parameters alone are
 prepared once per parameter version (``weight_preparation``).
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
-whole and correct, and :attr:`HostProgram.aten_ops` says what ran that way.
+whole and correct, and :attr:`HostProgram.report` says what ran that way
+(and counts the kernels and library calls).
 A library result whose strides differ from its type is stored in the declared
 layout, and counted in :attr:`HostProgram.layout_fixups` (the layout passes
 should leave none).
@@ -24,7 +25,6 @@ should leave none).
 
 from __future__ import annotations
 
-import collections
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +44,7 @@ from .interpreter import find_function
 from .interpreter.impls import IMPLS, scalar_value
 from .ir_io import op_location
 from .library_calls import REFERENCE_CPU, AtenConv, Int8Gemm, MklLinear, OneDnnConv
+from .report import GraphReport
 from .weight_cache import PerVersion
 from .weight_preparation import weight_preparation
 
@@ -55,7 +56,7 @@ class HostProgramError(TesseraError):
 @dataclass
 class HostProgram:
     program: Program
-    aten_ops: collections.Counter = field(default_factory=collections.Counter)
+    report: GraphReport = field(default_factory=lambda: GraphReport("forward"))
     layout_fixups: list[str] = field(default_factory=list)
 
     def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
@@ -63,9 +64,11 @@ class HostProgram:
 
 
 class _Builder:
-    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True):
+    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True,
+                 freezing: bool = False):
         self.device = device
         self.conv_kernels = conv_kernels
+        self.freezing = freezing
         self.env = REFERENCE_CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
         self.kernels = kernels
         self.ids: dict[SSAValue | object, int] = {}
@@ -88,6 +91,15 @@ class _Builder:
             raise HostProgramError(f"'{user.name}' reads a value the program does not hold", op_location(user))
         return self.ids[v]
 
+    def output(self, v: SSAValue, ret: Operation) -> int:
+        """The buffer of returned value ``v``: a constant's is copied on each
+        run, so a caller that writes to its result does not change the next one."""
+        if not isinstance(v.owner, tsr.ConstantOp):
+            return self.operand(v, ret)
+        copy = self.new_buffer()
+        self.steps.append(Call(_fresh_copy, (self.operand(v, ret),), (copy,)))
+        return copy
+
     def add(self, op: Operation) -> None:
         if isinstance(op, tsr.ConstantOp):
             if isinstance(op.value, DenseIntOrFPElementsAttr):
@@ -104,21 +116,22 @@ class _Builder:
                 self.steps.append(Alloc(b, r.type))
             args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
             self.steps.append(Launch(kernel, args))
+            self.result.report.kernels += 1
         elif isinstance(op, tsr.ConvOp):
             from .codegen.conv.host import wants_tessera
 
             if self.device.type == "cpu" and self.conv_kernels and wants_tessera(op):  # conv_kernel_model prefers tessera's kernel
                 self._launch_conv(op)
             else:
-                self._call(op, OneDnnConv(op) if self.device.type == "cpu" else AtenConv(op))
+                self._call(op, OneDnnConv(op, self.freezing) if self.device.type == "cpu" else AtenConv(op))
         elif isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
-            self._call(op, Int8Gemm(op))
+            self._call(op, Int8Gemm(op, self.freezing))
         elif isinstance(op, tsr.AddmmOp) and self.device.type == "cpu":
-            self._call(op, MklLinear(op))
+            self._call(op, MklLinear(op, self.freezing))
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
-            self.result.aten_ops[op.name] += 1
-            self._call(op, lambda *xs, op=op, impl=impl, env=self.env: impl(op, env, *xs))
+            self.result.report.aten_ops[_aten_name(op)] += 1
+            self._call(op, lambda *xs, op=op, impl=impl, env=self.env: impl(op, env, *xs), library=False)
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
 
@@ -127,17 +140,21 @@ class _Builder:
         (into a buffer no IR value names), then a launch like a fused kernel's."""
         from .codegen.conv.host import conv_kernel
 
-        kernel, pack = conv_kernel(op)
+        kernel, pack = conv_kernel(op, self.freezing)
         packed = self.new_buffer()
         self.steps.append(Call(pack, (self.operand(op.weight, op),), (packed,)))
         out = self.buffer(op.result)
         self.steps.append(Alloc(out, op.result.type))
         epilogue = tuple(self.operand(v, op) for v in op.epilogue)  # bias, then the residual
         self.steps.append(Launch(kernel, (self.operand(op.input, op), packed, *epilogue, out)))
+        self.result.report.conv_kernels += 1
 
-    def _call(self, op: Operation, fn: Callable) -> None:
+    def _call(self, op: Operation, fn: Callable, library: bool = True) -> None:
         """``fn`` on the op's tensor operands (scalars bound in place); results
-        stored in the layouts the op's types name."""
+        stored in the layouts the op's types name. A ``library`` call is counted
+        in the report by ``fn``'s name."""
+        if library:
+            self.result.report.library[getattr(fn, "__name__", op.name)] += 1
         tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
         fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
         types = [(r.type, Placement.of(r.type)) if isinstance(r.type, TensorType) else (r.type, None) for r in op.results]
@@ -165,22 +182,34 @@ class _Builder:
         self.steps.append(Call(call, args, tuple(self.buffer(r) for r in op.results)))
 
 
+def _fresh_copy(t: torch.Tensor) -> torch.Tensor:
+    return t.clone()
+
+
+def _aten_name(op: Operation) -> str:
+    """How the report names an op run through ATen, and why."""
+    if isinstance(op, tsr.AtenCallOp):
+        return f"{op.callee.data} (no tsr form)"
+    return f"{op.name} (not fused)"
+
+
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
-                       device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True) -> HostProgram:
+                       device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True,
+                       freezing: bool = False) -> HostProgram:
     """The program of ``@function`` in ``host``, launching ``kernels``'s kernels
     (and tessera's conv kernels where the cost model prefers them, unless ``conv_kernels`` is false).
     The ops that prepare convolution weights from parameters alone
-    (``weight_preparation``) become one step that runs them again only when
-    those parameters change."""
+    (``weight_preparation``) become one step; with ``freezing`` it runs them
+    again only when those parameters change (``weight_cache``), else every call."""
     block = find_function(host, function).body.block
     preparing = weight_preparation(block)
-    b = _Builder(kernels, device, conv_kernels)
+    b = _Builder(kernels, device, conv_kernels, freezing)
     inputs = tuple(b.buffer(a) for a in block.args)
     outputs: tuple[int, ...] = ()
     main, prepare, prepare_at = b.steps, [], None
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
-            outputs = tuple(b.operand(v, op) for v in op.operands)
+            outputs = tuple(b.output(v, op) for v in op.operands)
             break
         if op in preparing:
             prepare_at = len(main) if prepare_at is None else prepare_at
@@ -196,13 +225,13 @@ def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "
 
 
 def _prepare_step(b: _Builder, ops: list[Operation], steps: list, device: torch.device) -> Call:
-    """One step running ``steps`` (the preparing ops') once per version of the
-    arguments they read (:class:`PerVersion`), giving the values other ops use."""
+    """One step running ``steps`` (the preparing ops'), under freezing once per
+    version of the arguments they read (:class:`PerVersion`), giving the values other ops use."""
     inside = set(ops)
     sources = tuple(dict.fromkeys(b.ids[v] for op in ops for v in op.operands if not isinstance(v.owner, Operation)))
     outs = tuple(b.ids[r] for op in ops for r in op.results
                  if r in b.ids and any(u.operation not in inside for u in r.uses))
-    cached = PerVersion(Program(tuple(steps), sources, outs, device).run)
+    cached = PerVersion(Program(tuple(steps), sources, outs, device).run, b.freezing)
 
     def prepare_weights(*params: torch.Tensor) -> list[torch.Tensor]:
         return cached(*params)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import types
 
 import torch
+import torch.nn.functional as F
 from xdsl.dialects.builtin import i8
 
 from tessera.dialects import tsr
@@ -28,60 +29,63 @@ REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
 """What the reference semantics (``interpreter.impls``) read of their interpreter, on the CPU."""
 
 
-ONEDNN_ACTIVATIONS = {None: ("none", []), "relu": ("relu", []), "relu6": ("hardtanh", [0.0, 6.0]), "silu": ("swish", [])}
-"""``tsr.conv``'s activations as oneDNN post-ops (``mkldnn._convolution_pointwise``): name, scalars."""
+ONEDNN_POST_OPS = {None: "none", "silu": "swish"}
+"""``tsr.conv``'s activations that oneDNN applies as post-ops of
+``mkldnn._convolution_pointwise``. Its ``relu`` and ``hardtanh`` post-ops
+(and ``relu`` after a residual ``add``) turn NaN into 0 where eager keeps it;
+those activations run after the call, in place (:data:`IN_PLACE_ACTIVATIONS`)."""
 
-ONEDNN_ACTIVATIONS_AFTER_ADD = {None: None, "relu": "relu"}
-"""The activations oneDNN applies after a residual add post-op
-(``mkldnn._convolution_pointwise.binary`` refuses the others; those run after the call)."""
+IN_PLACE_ACTIVATIONS = {"relu": torch.relu_, "relu6": lambda y: y.clamp_(0.0, 6.0), "silu": F.silu}
+"""The activations applied to a library conv's result after the call (NaN stays NaN)."""
 
 
 class OneDnnConv:
     """oneDNN's convolution for one ``tsr.conv``, in the layout the passes chose.
 
-    Channels-last: the weight reordered once into the blocked format oneDNN
-    computes with (as Inductor does under freezing) and kept while it is
-    unchanged (:class:`PackedWeight`), so a parameter updated in place is
-    packed again. With a packed weight oneDNN computes and returns
-    channels-last whatever the input, so a contiguous conv takes the plain
+    Channels-last: with ``freezing``, the weight reordered once into the
+    blocked format oneDNN computes with (as Inductor does under freezing) and
+    kept while it is unchanged (:class:`PackedWeight`), so a parameter updated
+    in place is packed again; without, oneDNN reorders the plain weight on
+    each call. The pointwise call computes and returns channels-last whatever
+    the input, so a contiguous conv takes the plain
     ``mkldnn_convolution`` instead (weight reordered per call: the call
     ``bench/conv_layouts.py`` measures for the layout cost model), which
-    returns the contiguous result its type names. The op's residual and
-    activation are oneDNN post-ops on the packed call (a binary ``add``, then
-    the activation where oneDNN takes it after one), else applied after the
-    conv. Tensors oneDNN does not take, and autograd, go through ATen's dispatch."""
+    returns the contiguous result its type names. The residual is a binary
+    ``add`` post-op on the packed call; SiLU a post-op where no residual comes
+    before it; other activations run after the call, in place (oneDNN's turn
+    NaN into 0). Tensors oneDNN does not take (bf16 on a CPU without its bf16
+    path), and autograd, go through ATen's dispatch."""
 
-    def __init__(self, op: tsr.ConvOp):
+    def __init__(self, op: tsr.ConvOp, freezing: bool = False):
         self.epilogue = ConvEpilogue.of(op)
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
-        self.activation, self.scalars = ONEDNN_ACTIVATIONS[op.activation_name()]
+        activation = op.activation_name()
+        self.post_op = ONEDNN_POST_OPS.get(activation, "none")
+        self.after = None if activation in ONEDNN_POST_OPS else IN_PLACE_ACTIVATIONS[activation]
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
-            w, self.padding, self.stride, self.dilation, self.groups, self.input_size))
+            w, self.padding, self.stride, self.dilation, self.groups, self.input_size), freezing) if freezing else _plain
         self.__name__ = "onednn_conv"
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
         b, r = self.epilogue.split(operands)
-        if x.device.type == "cpu" and x.dtype in (torch.float32, torch.bfloat16) and _HAS_MKLDNN and not torch.is_grad_enabled():
-            if self.packed and r is None:  # the activation as a oneDNN post-op: applied before the result is stored
-                return torch.ops.mkldnn._convolution_pointwise(
-                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.activation,
-                    self.scalars, "")
+        if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled():
+            if self.packed and r is None:  # SiLU as a oneDNN post-op: applied before the result is stored
+                y = torch.ops.mkldnn._convolution_pointwise(
+                    x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.post_op,
+                    [], "")
+                return y if self.after is None else self.after(y)
             if self.packed:  # the residual as a binary post-op (oneDNN reads it in any layout)
-                return self._with_residual(x, self.weight(w), b, r)
+                y = torch.ops.mkldnn._convolution_pointwise.binary(
+                    x, r, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, "add", None,
+                    None, [], "")
+                return self.epilogue.apply(y)
             return self.epilogue.apply(torch.ops.aten.mkldnn_convolution(
                 x, w, b, self.padding, self.stride, self.dilation, self.groups), r)
         return self.epilogue.apply(torch.ops.aten.convolution(
             x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
-
-    def _with_residual(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, r: torch.Tensor) -> torch.Tensor:
-        fused = self.epilogue.activation in ONEDNN_ACTIVATIONS_AFTER_ADD
-        y = torch.ops.mkldnn._convolution_pointwise.binary(
-            x, r, w, b, self.padding, self.stride, self.dilation, self.groups, "add", None,
-            ONEDNN_ACTIVATIONS_AFTER_ADD.get(self.epilogue.activation), [], "")
-        return y if fused else self.epilogue.apply(y)  # the activation oneDNN refuses after an add
 
 
 class AtenConv:
@@ -99,20 +103,22 @@ class AtenConv:
 
 
 class MklLinear:
-    """``tsr.addmm`` (a linear layer, ``bias + x @ w.t()``) through MKL's packed
-    GEMM on the CPU, the weight packed once per weight version, as Inductor's
-    freezing does; ATen's ``addmm`` where that does not apply (another device
-    or dtype, a bias that is not one row, autograd on, no MKL)."""
+    """``tsr.addmm`` (a linear layer, ``bias + x @ w.t()``): with ``freezing``,
+    MKL's packed GEMM on the CPU, the weight packed once per weight version, as
+    Inductor's freezing does; ATen's ``addmm`` where that does not apply (no
+    freezing: packing per call costs as much as the GEMM; another device or dtype, a bias that is not one full row, an empty GEMM, autograd on, no MKL)."""
 
-    def __init__(self, op: tsr.AddmmOp):
+    def __init__(self, op: tsr.AddmmOp, freezing: bool = False):
         self.rows = op.lhs.type.get_shape()[0]
-        self.weight = PackedWeight(lambda wt: torch.ops.mkl._mkl_reorder_linear_weight(wt.t(), self.rows))
+        self.freezing = freezing
+        self.weight = PackedWeight(lambda wt: torch.ops.mkl._mkl_reorder_linear_weight(wt.t(), self.rows), freezing)
         self.__name__ = "mkl_linear"
 
     def _takes(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> bool:
-        return (_HAS_MKL and not torch.is_grad_enabled() and a.device.type == "cpu"
+        return (self.freezing and _HAS_MKL and not torch.is_grad_enabled() and a.device.type == "cpu"
                 and a.dtype == wt.dtype == bias.dtype == torch.float32
-                and a.dim() == 2 and a.shape[0] == self.rows and bias.dim() == 1)
+                and a.dim() == 2 and a.shape[0] == self.rows and a.shape[1] > 0 and wt.shape[1] > 0
+                and bias.shape == (wt.shape[1],))  # MKL reads a full bias row; K = 0 is ATen's
 
     def __call__(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> torch.Tensor:
         if not self._takes(bias, a, wt):
@@ -120,25 +126,32 @@ class MklLinear:
         return torch.ops.mkl._mkl_linear(a.contiguous(), self.weight(wt), wt.t(), bias, self.rows)
 
 
+def _plain(w: torch.Tensor) -> torch.Tensor:
+    return w
+
+
 _HAS_MKL = torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
 _HAS_MKLDNN = torch.backends.mkldnn.is_available()
+_ONEDNN_DTYPES = (() if not _HAS_MKLDNN else
+                  (torch.float32, torch.bfloat16) if torch.ops.mkldnn._is_mkldnn_bf16_supported() else (torch.float32,))
+"""The dtypes oneDNN's conv takes on this CPU (its bf16 path needs AVX-512 or AVX-NE-CONVERT)."""
 
 
 class Int8Gemm:
     """``tsr.int_mm`` and ``tsr.scaled_int_mm`` through tessera's exact int8 GEMM
     (``codegen/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
-    with B packed once per weight (:class:`PackedWeight`) and, for
+    with B packed once per weight version under ``freezing``, else per call (:class:`PackedWeight`), and, for
     ``scaled_int_mm``, the scale/bias epilogue in the GEMM's stores; the
     reference semantics through ATen where that path cannot run (another
     device, a CPU without AVX2)."""
 
-    def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp):
+    def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp, freezing: bool = False):
         from .codegen.int8_gemm import can_run, int8_mm, pack_b_kernel, select_isa
 
         isa = select_isa()
         self.isa = isa if can_run(isa) else None
         a_signed = elem_of(op.lhs.type) == i8
-        self.weight = PackedWeight(lambda b: pack_b_kernel(b.contiguous(), self.isa, a_signed))
+        self.weight = PackedWeight(lambda b: pack_b_kernel(b.contiguous(), self.isa, a_signed), freezing)
         self._int8_mm = int8_mm
         self._reference = lambda *xs, op=op: IMPLS[type(op)](op, REFERENCE_CPU, *xs)
         self.__name__ = "tessera_int8_gemm"

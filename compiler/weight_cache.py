@@ -1,12 +1,21 @@
-"""Values computed from weights once and reused while the weights are unchanged.
+"""Values computed from weights, reused while the weights are unchanged
+under the freezing contract, else computed on every call.
 
-    packed = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(w, ...))
+    packed = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(w, ...), freezing=True)
     y = conv(x, packed(w))     # packs on the first call, and again only when w changes
 
-    folded = PerVersion(lambda w, s: w * s)    # any function of several tensors
+    folded = PerVersion(lambda w, s: w * s, freezing=True)    # any function of several tensors
     folded(w, s)               # computed again only when w or s changes
 
-"Unchanged" means the same storage pointer, shape, strides, dtype and version
+Without ``freezing`` (the default of the backend option) the value is
+computed on every call, as eager computes it: every write to a weight is
+seen, including those that no version counter records (``p.data.mul_(2)``,
+``p.data.copy_(w)``, a write through ``p.detach().numpy()``).
+
+With ``freezing`` (``options={"freezing": True}``, like Inductor's
+``freezing=True``) the contract is: a weight changes only through writes that
+bump its version counter (in-place ops on the parameter, optimizer steps,
+``load_state_dict``) or by being replaced. "Unchanged" means the same storage pointer, shape, strides, dtype and version
 counter (an in-place update such as ``w.mul_(2)`` bumps it). The cache holds
 its sources' storages alive, so their memory cannot be freed and handed to
 another tensor that would then look unchanged. This is how a model's
@@ -28,16 +37,25 @@ from typing import Any
 import torch
 
 
+def version(t: torch.Tensor) -> int:
+    """``t``'s version counter; an inference tensor has none (it is written only
+    inside ``torch.inference_mode``, and tessera's prepared values are new tensors
+    when recomputed): -1, so its identity and data pointer key it."""
+    return -1 if t.is_inference() else t._version
+
+
 def version_key(t: torch.Tensor) -> tuple:
     """What identifies a tensor's contents without reading them."""
-    return (t.data_ptr(), t._version, t.shape, t.stride(), t.dtype, t.device)
+    return (t.data_ptr(), version(t), t.shape, t.stride(), t.dtype, t.device)
 
 
 class PerVersion:
-    """``fn(*tensors)``, computed again only when one of the tensors changed."""
+    """``fn(*tensors)``: with ``freezing``, computed again only when one of the
+    tensors changed; without, computed on every call."""
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any], freezing: bool = False):
         self._fn = fn
+        self.freezing = freezing
         self._key: tuple | None = None
         self._storages: list[torch.UntypedStorage] = []
         self._value: Any = None
@@ -47,6 +65,9 @@ class PerVersion:
         """How many times the value was computed (tests, diagnostics)."""
 
     def __call__(self, *tensors: torch.Tensor) -> Any:
+        if not self.freezing:
+            self.packs += 1
+            return self._fn(*tensors)
         if self._same_objects(tensors):
             return self._value
         key = tuple(version_key(t) for t in tensors)
@@ -54,15 +75,15 @@ class PerVersion:
             self._value = self._fn(*tensors)
             self._key, self._storages = key, [t.untyped_storage() for t in tensors]
             self.packs += 1
-        self._last = [(t, t._version, t.data_ptr()) for t in tensors]
+        self._last = [(t, version(t), t.data_ptr()) for t in tensors]
         return self._value
 
     def _same_objects(self, tensors: tuple[torch.Tensor, ...]) -> bool:
         last = self._last
         if len(last) != len(tensors):
             return False
-        for t, (was, version, ptr) in zip(tensors, last):
-            if t is not was or t._version != version or t.data_ptr() != ptr:
+        for t, (was, seen, ptr) in zip(tensors, last):
+            if t is not was or t.data_ptr() != ptr or version(t) != seen:
                 return False
         return True
 

@@ -10,19 +10,24 @@ stale code). An entry is one file, ``<root>/<key[:2]>/<key>.tsa``:
 written to a temporary file in the same directory and ``os.replace``d into
 place, so readers see either nothing or a whole entry, and two processes
 building the same key both succeed (the last rename wins; both wrote the same
-bytes). A truncated or corrupt entry fails its checksum and is rebuilt.
+bytes). A truncated or corrupt entry fails its checksum and is rebuilt. A
+cache that cannot be written (read-only, full, not a directory) costs a
+warning, once per cache, never the built code: :meth:`get_or_build` returns it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from tessera.runtime.artifact import Artifact
+
+log = logging.getLogger("tessera.cache")
 
 _MAGIC = b"TSRC1\n"
 _DIGEST = 32
@@ -42,6 +47,7 @@ class CompileCache:
         self.root = Path(root)
         self.hits = 0
         self.misses = 0
+        self.write_errors = 0
 
     def __repr__(self) -> str:
         return f"CompileCache({str(self.root)!r})"
@@ -90,5 +96,16 @@ class CompileCache:
             return found
         self.misses += 1
         artifact = build()
-        self.put(key, artifact)
+        try:
+            self.put(key, artifact)
+        except OSError as e:
+            if str(self.root) not in _warned:
+                _warned.add(str(self.root))
+                log.warning("tessera: compile cache %s cannot be written (%s): built code is used uncached",
+                            self.root, e.strerror or e)
+            self.write_errors += 1
         return artifact
+
+
+_warned: set[str] = set()
+"""The cache roots already warned about in this process."""

@@ -12,6 +12,7 @@ import torch
 from torch._dynamo.exc import BackendCompilerFailed
 
 from tessera.compiler.backend import BackendOptions, tessera_backend
+from tessera.compiler.report import collect_reports
 
 from conftest import EXAMPLE_NAMES, assert_close, assert_same_strides, example, load_example_module
 
@@ -27,24 +28,21 @@ def test_backend_is_registered():
 
 
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=CASE_IDS)
-def test_forward_matches_eager(name, variant, caplog):
+def test_forward_matches_eager(name, variant):
     model, args = example(name, variant)
     with torch.no_grad():
         eager = model(*args)
-        compiled = torch.compile(model, backend="tessera")
-        with caplog.at_level(logging.INFO, logger="tessera"):
-            out = compiled(*args)
-            again = compiled(*args)  # the cached program, a second time
-    # Every graph compiled: none fell back to ATen or to the reference interpreter.
-    fallbacks = [r for r in caplog.records if "runs as ATen" in r.getMessage() or "interpreter" in r.getMessage()]
-    assert not fallbacks, caplog.text
+        # strict: every graph compiled, none fell back to ATen or to the reference interpreter
+        compiled = torch.compile(model, backend="tessera", options={"strict": True})
+        out = compiled(*args)
+        again = compiled(*args)  # the cached program, a second time
     assert_close(out, eager, f"{name}: compiled vs eager")
     assert_close(again, eager, f"{name}: second call vs eager")
     assert_same_strides(out, eager, f"{name}: compiled vs eager")
 
 
 @pytest.mark.parametrize("name", ["resnet_block", "video_vae_block"])
-def test_backward_matches_eager(name, caplog):
+def test_backward_matches_eager(name):
     model, (x,) = example(name)
     ref = copy.deepcopy(model)
     x_eager = x.clone().requires_grad_(True)
@@ -55,10 +53,8 @@ def test_backward_matches_eager(name, caplog):
     g = torch.randn(eager.shape, generator=grad_out_seed)
     eager.backward(g)
 
-    with caplog.at_level(logging.INFO, logger="tessera"):
-        out = torch.compile(model, backend="tessera")(x_comp)
-        out.backward(g)
-    assert not [r for r in caplog.records if "runs as ATen" in r.getMessage()], caplog.text
+    out = torch.compile(model, backend="tessera", options={"strict": True})(x_comp)
+    out.backward(g)
 
     assert_close(out.detach(), eager.detach(), f"{name}: forward")
     assert x_comp.grad is not None
@@ -104,7 +100,7 @@ def test_channels_last_output_keeps_eager_strides(capsys):
 
 @pytest.mark.parametrize("shape, dtype", [((2, 19, 13, 11), torch.float32), ((1, 24, 3, 17, 16), torch.bfloat16),
                                           ((1, 16, 9, 24), torch.float16), ((1, 64, 56, 56), torch.float32)])
-def test_transposing_kernels_match_eager(shape, dtype, caplog):
+def test_transposing_kernels_match_eager(shape, dtype):
     """Relayouts fused into elementwise kernels (compiled through the x86
     transpose tiles, edge tiles included) give eager's values and strides."""
     fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
@@ -116,9 +112,7 @@ def test_transposing_kernels_match_eager(shape, dtype, caplog):
     y = torch.randn(shape).to(dtype).contiguous(memory_format=fmt)
     with torch.no_grad():
         eager = f(x, y)
-        with caplog.at_level(logging.INFO, logger="tessera"):
-            got = torch.compile(f, backend="tessera")(x, y)
-    assert not [r for r in caplog.records if "runs as ATen" in r.getMessage() or "interpreter" in r.getMessage()]
+        got = torch.compile(f, backend="tessera", options={"strict": True})(x, y)
     for g, e in zip(got, eager):
         assert g.stride() == e.stride()
         assert torch.equal(g, e)
@@ -150,18 +144,20 @@ def test_upsample_all_dims_video_block():
     assert_close(out, eager, "upsample 2x2x2")
 
 
-def test_op_without_converter_runs_as_aten_call(caplog):
-    """``cumsum`` has no tsr op: it stays a tsr.aten_call inside the compiled graph."""
+def test_op_without_converter_runs_as_aten_call():
+    """``cumsum`` has no tsr op: it stays a tsr.aten_call inside the compiled
+    graph, and the graph's report says so."""
 
     def f(x):
         return torch.cumsum(torch.sigmoid(x), dim=1) * 2.0
 
     x = torch.randn(4, 8)
-    with caplog.at_level(logging.INFO, logger="tessera"):
-        out = torch.compile(f, backend="tessera")(x)
+    with collect_reports() as reports:
+        out = torch.compile(f, backend="tessera", options={"strict": True})(x)
     assert_close(out, f(x), "cumsum")
-    assert "keeps ATen calls: aten.cumsum.default x1" in caplog.text, caplog.text
-    assert "runs as ATen" not in caplog.text
+    (report,) = reports
+    assert report.compiled and report.kernels >= 1
+    assert dict(report.aten_ops) == {"aten.cumsum.default (no tsr form)": 1}
 
 
 def test_graph_tessera_cannot_import_runs_as_aten(caplog):
@@ -173,11 +169,14 @@ def test_graph_tessera_cannot_import_runs_as_aten(caplog):
         return torch.view_as_real(spectrum).sum(-1) + torch.relu(x)
 
     x = torch.randn(4, 8)
-    with caplog.at_level(logging.WARNING, logger="tessera"):
+    with caplog.at_level(logging.WARNING, logger="tessera"), collect_reports() as reports:
         out = torch.compile(f, backend="tessera")(x)
     assert_close(out, f(x), "fft graph")
+    assert [r.status for r in reports] == ["aten"] and "complex64" in reports[0].reason, reports
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("forward graph runs as ATen" in m and "complex64" in m for m in warnings), warnings
+    assert any("forward graph runs as ATen" in m for m in warnings), warnings
+    with pytest.raises(BackendCompilerFailed, match="strict"):
+        torch.compile(f, backend="tessera", options={"strict": True})(x)
 
 
 def test_fallback_graph_backward_still_correct():
@@ -222,7 +221,7 @@ def test_every_target_compiles(target):
 
 
 @pytest.mark.parametrize("a_dtype", [torch.uint8, torch.int8])
-def test_int_mm_runs_tesseras_exact_gemm(a_dtype, caplog):
+def test_int_mm_runs_tesseras_exact_gemm(a_dtype):
     """``torch._int_mm`` in a compiled graph runs tessera's int8 GEMM, exactly,
     on adversarial values (every product at its extreme) and odd sizes."""
     lo, hi = (0, 256) if a_dtype == torch.uint8 else (-128, 128)
@@ -230,10 +229,10 @@ def test_int_mm_runs_tesseras_exact_gemm(a_dtype, caplog):
     a[:5] = hi - 1 if a_dtype == torch.uint8 else -128
     b = torch.randint(-128, 128, (131, 19), dtype=torch.int8)
     b[:, :3] = -128
-    with caplog.at_level(logging.INFO, logger="tessera"):
-        got = torch.compile(lambda x, y: torch._int_mm(x, y), backend="tessera")(a, b)
+    with collect_reports() as reports:
+        got = torch.compile(lambda x, y: torch._int_mm(x, y), backend="tessera", options={"strict": True})(a, b)
     assert torch.equal(got, (a.to(torch.int64) @ b.to(torch.int64)).to(torch.int32))
-    assert "tsr.int_mm" not in caplog.text, caplog.text  # not sent back to ATen
+    assert dict(reports[0].library) == {"tessera_int8_gemm": 1} and not reports[0].aten_ops, reports
 
 
 @pytest.mark.parametrize("variant", ["example", "example_signed"])
@@ -249,7 +248,7 @@ def test_quantized_linear_is_one_gemm_with_its_epilogue(variant, pack_count):
     names = [op.name for op in host.walk()]
     assert "tsr.scaled_int_mm" in names and "tsr.int_mm" not in names and "tsr.launch" not in names
     with torch.no_grad():
-        compiled = torch.compile(model, backend="tessera")
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
         for _ in range(3):
             assert torch.equal(compiled(*args), model(*args))
         assert pack_count["n"] == 1
@@ -259,11 +258,11 @@ def test_quantized_linear_is_one_gemm_with_its_epilogue(variant, pack_count):
 
 
 def test_conv_weights_are_packed_once(pack_count):
-    """A conv's weight goes into oneDNN's format once: no relayout of it in the
+    """Under freezing a conv's weight is packed once: no relayout of it in the
     graph makes a new tensor (and so a new packing) on every call."""
     model, (x,) = example("resnet_block")
     with torch.no_grad():
-        compiled = torch.compile(model, backend="tessera")
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
         compiled(x)
         first = pack_count["n"]
         for _ in range(3):
@@ -271,12 +270,13 @@ def test_conv_weights_are_packed_once(pack_count):
     assert first == 2 and pack_count["n"] == first
 
 
-def test_conv_weight_updated_in_place_is_packed_again():
-    """oneDNN convs keep their weight packed between calls; an in-place update
-    of the parameter (same storage, new version) must be seen."""
+@pytest.mark.parametrize("freezing", [False, True])
+def test_conv_weight_updated_in_place_is_packed_again(freezing):
+    """Convs may keep their weight packed between calls (freezing); an in-place
+    update of the parameter (same storage, new version) must be seen."""
     model, (x,) = example("resnet_block")
     with torch.no_grad():
-        compiled = torch.compile(model, backend="tessera")
+        compiled = torch.compile(model, backend="tessera", options={"freezing": freezing})
         assert_close(compiled(x), model(x), "before the update")
         model.conv1.weight.mul_(-0.5)
         assert_close(compiled(x), model(x), "after an in-place update of conv1's weight")

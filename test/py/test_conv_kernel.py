@@ -268,8 +268,8 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     packs = []
     original = PerVersion.__init__
 
-    def recording(self, fn):
-        original(self, fn)
+    def recording(self, fn, freezing=False):
+        original(self, fn, freezing)
         packs.append(self)
 
     monkeypatch.setattr(PerVersion, "__init__", recording)
@@ -279,7 +279,7 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     x = torch.randn(2, 16, 9, 11)
     with torch.no_grad():
         torch._dynamo.reset()
-        compiled = torch.compile(model, backend="tessera")
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
         names = record_launches(monkeypatch)
         for _ in range(3):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)

@@ -145,11 +145,11 @@ def test_compiled_conv_bn_act_matches_eager(act, dims, channels_last, prepare_co
     x = torch.randn((2, 6, 9, 7) if dims == 2 else (1, 6, 3, 5, 6))
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last if dims == 2 else torch.channels_last_3d)
-    compiled = torch.compile(model, backend="tessera")
+    compiled = torch.compile(model, backend="tessera", options={"freezing": True})
     with torch.no_grad():
         for _ in range(3):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-        assert prepare_count["n"] == 1  # the folded weight and bias, once
+        assert prepare_count["n"] == 1  # the folded weight and bias, once (freezing)
         model.bn.running_var.mul_(2.0)  # an in-place statistics update: folded again, still right
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
         assert prepare_count["n"] == 2

@@ -3,7 +3,7 @@
     %y = tsr.conv %x, %w, %b {activation = "silu", padding = array<i64: 1, 1>, ...}
          : (tensor<1x16x9x11xf32, #tsr.layout<nhwc>>, ...) -> tensor<1x24x9x11xf32, #tsr.layout<nhwc>>
     // the host program's steps (host_program.py)
-    Call(pack, (w,), (pw,))                  # the weight packed once per weight version
+    Call(pack, (w,), (pw,))                  # the weight packed (once per weight version under freezing)
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
 
@@ -81,9 +81,10 @@ def conv_spec(op: tsr.ConvOp) -> ConvSpec:
                     output_layout=kernel_layout(op.result) or "channels_last")
 
 
-def conv_kernel(op: tsr.ConvOp) -> tuple[Kernel, Callable[[torch.Tensor], torch.Tensor]]:
+def conv_kernel(op: tsr.ConvOp, freezing: bool = False) -> tuple[Kernel, Callable[[torch.Tensor], torch.Tensor]]:
     """``op``'s loaded kernel, and the function giving its packed weight from the
-    op's weight (computed again only when the weight changes: :class:`PackedWeight`).
+    op's weight (with ``freezing`` computed again only when the weight changes,
+    else on every call: :class:`PackedWeight`).
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
     spec = conv_spec(op)
-    return load_conv(spec), PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), spec).data)
+    return load_conv(spec), PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), spec).data, freezing)
