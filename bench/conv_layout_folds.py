@@ -112,7 +112,7 @@ def bench_case(case: str, cin: int, cout: int, size: tuple[int, ...], k: int, re
         x = x.contiguous(memory_format=model.cl)
     args = (x,) if case != "residual" else (x, torch.randn(1, cout, *size))
     modes = {"rules": ((), False), "folded": ((), True), "relayouts": (PASSES, False)}
-    fns = {m: torch.compile(_own_code(model, m), backend="tessera", options={"disable": disable}, dynamic=False)
+    fns = {m: torch.compile(_own_code(model, m), backend="tessera", options={"disable": disable, "freezing": True}, dynamic=False)
            for m, (disable, _) in modes.items()}
     # Every call runs under its mode's rule tables: Dynamo may compile (again) on any call.
     call = {m: (lambda m=m: _with_rules(modes[m][1], fns[m], args)) for m in modes}

@@ -1,9 +1,11 @@
 """The example models at realistic sizes (each example's ``benchmark()``), inference,
-in five modes timed in one process: eager, eager channels-last, Inductor
-(``torch.compile`` default), Inductor with ``freezing=True``, and tessera.
+in six modes timed in one process: eager, eager channels-last, Inductor
+(``torch.compile`` default), Inductor with ``freezing=True``, tessera (default:
+weights read every call, as Inductor's default) and tessera with ``freezing``
+(prepared weights kept per version, as Inductor's freezing).
 
     .venv/bin/python bench/models.py [--models video_vae_block,vae2d_block] [--reps 10] [--threads 2]
-        [--modes "Inductor freezing,tessera"] [--without fuse-conv-residuals]
+        [--modes "Inductor freezing,tessera freezing"] [--without fuse-conv-residuals]
 
 For each model: first-call time (compile included), steady-state median after
 warm-up (modes interleaved round by round, in a new random order each round), the largest difference from eager,
@@ -72,17 +74,19 @@ def modes(name: str, without: tuple[str, ...] = ()):
                 cfg.freezing = False
         return run, args
 
-    def tessera(disable=(), conv_kernels=True):
+    def tessera(disable=(), conv_kernels=True, freezing=True):
         model, args = eager()
-        return torch.compile(model, backend="tessera", options={"disable": disable, "conv_kernels": conv_kernels}), args
+        options = {"disable": disable, "conv_kernels": conv_kernels, "freezing": freezing}
+        return torch.compile(model, backend="tessera", options=options), args
 
     out = [("eager", eager), ("eager CL", eager_cl), ("Inductor", inductor),
-           ("Inductor freezing", inductor_frozen), ("tessera", tessera)]
-    for p in without:
+           ("Inductor freezing", inductor_frozen), ("tessera", lambda: tessera(freezing=False)),
+           ("tessera freezing", tessera)]
+    for p in without:  # each against "tessera freezing"
         if p == "conv-kernels":  # not a pass: every conv on oneDNN
-            out.append(("tessera -conv-kernels", lambda: tessera(conv_kernels=False)))
+            out.append(("tessera freezing -conv-kernels", lambda: tessera(conv_kernels=False)))
         else:
-            out.append((f"tessera -{p}", lambda p=p: tessera((p,))))
+            out.append((f"tessera freezing -{p}", lambda p=p: tessera((p,))))
     return out
 
 

@@ -54,7 +54,7 @@ def profile(name: str, reps: int) -> None:
     Program.run = run
     try:
         with torch.no_grad():
-            compiled = torch.compile(model, backend="tessera")
+            compiled = torch.compile(model, backend="tessera", options={"freezing": True})
             for _ in range(3):
                 compiled(*args)
             walls = []

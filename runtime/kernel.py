@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.layouts import same_strides
 from tessera.runtime.options import RuntimeOptions
-from tessera.runtime.signature import BufferSpec, KernelSignature
+from tessera.runtime.signature import KernelSignature
 
 Launcher = Callable[[Sequence[int], int], None]
 """``launcher(pointers, chunks)`` runs the whole grid split into ``chunks`` ranges. A device
@@ -68,7 +69,7 @@ class Kernel:
                 raise SignatureMismatch(f"{where}: dtype {t.dtype} != expected {dtype}")
             if tuple(t.shape) != spec.shape:
                 raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} != expected {spec.shape}")
-            if not _same_strides(t, spec):
+            if not same_strides(spec.shape, t.stride(), spec.strides):
                 raise SignatureMismatch(f"{where}: strides {t.stride()} != expected {spec.strides}")
         self._check_aliasing(tensors)
 
@@ -79,10 +80,6 @@ class Kernel:
             for j, other in enumerate(spans):
                 if j != i and spans[i][0] < other[1] and other[0] < spans[i][1]:
                     raise SignatureMismatch(f"kernel @{self.name}: output argument #{i} overlaps argument #{j} in memory")
-
-
-def _same_strides(t: torch.Tensor, spec: BufferSpec) -> bool:
-    return all(s == e or n == 1 for s, e, n in zip(t.stride(), spec.strides, spec.shape))
 
 
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:

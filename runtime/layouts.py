@@ -42,7 +42,7 @@ class Placement:
     def holds(self, t: torch.Tensor) -> bool:
         if t.stride() == self.strides:  # the common case, in one comparison (checked on every call)
             return t.shape == self.shape and t.dtype == self.dtype
-        return t.dtype == self.dtype and tuple(t.shape) == self.shape and _same_strides(t, self.strides)
+        return t.dtype == self.dtype and tuple(t.shape) == self.shape and same_strides(t.shape, t.stride(), self.strides)
 
 
 def is_in_layout(t: torch.Tensor, ttype: TensorType) -> bool:
@@ -58,5 +58,7 @@ def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:
     return out
 
 
-def _same_strides(t: torch.Tensor, strides: Sequence[int]) -> bool:
-    return all(s == e or n == 1 for s, e, n in zip(t.stride(), strides, t.shape))
+def same_strides(shape: Sequence[int], strides: Sequence[int], expected: Sequence[int]) -> bool:
+    """Strides that address the same elements as ``expected``: a dim of size 1
+    may have any stride, and an empty tensor addresses nothing."""
+    return 0 in shape or all(s == e or n == 1 for s, e, n in zip(strides, expected, shape))
