@@ -98,17 +98,39 @@ class BackendOptions:
 
 class GraphProgram:
     """A compiled ATen graph: call it with the graph's inputs. ``run`` is the
-    compiled host program, or the reference interpreter."""
+    compiled host program, or the reference interpreter.
 
-    def __init__(self, module: ModuleOp, output_is_none: list[bool], run: Callable[..., list[torch.Tensor]] | None = None):
+    Should a run raise (a bug of tessera's: its kernels and library calls
+    write only buffers of their own, so nothing the caller holds has changed),
+    the graph runs as ATen (``fallback``, the captured graph) from then on,
+    with a warning; under ``strict`` the error reaches the caller."""
+
+    def __init__(self, module: ModuleOp, output_is_none: list[bool], run: Callable[..., list[torch.Tensor]] | None = None,
+                 fallback: Callable[..., Any] | None = None, strict: bool = False, kind: str = "forward"):
         self.module = module
         self.output_is_none = output_is_none
         self.compiled = run is not None
         self._run = run or Interpreter(module).run
+        self._fallback = fallback
+        self._strict = strict
+        self._kind = kind
         self._inputs = [(a.type, Placement.of(a.type) if isinstance(a.type, TensorType) else None)
                         for a in find_function(module).body.block.args]
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
+        if self._fallback is not None and self._run is None:
+            return list(self._fallback(*inputs))
+        try:
+            return self._program(inputs)
+        except Exception as e:  # noqa: BLE001 - the captured graph still gives eager's answer
+            if self._strict or self._fallback is None:
+                raise
+            log.warning("tessera: %s graph failed while running (%s); it runs as ATen from now on",
+                        self._kind, _reason(e))
+            self._run, self.compiled = None, False
+            return list(self._fallback(*inputs))
+
+    def _program(self, inputs) -> list[torch.Tensor | None]:
         # Dynamo guards on strides, so inputs arrive as traced and nothing is copied.
         xs = [in_layout(x, t) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
               for x, (t, p) in zip(inputs, self._inputs)]
@@ -193,7 +215,7 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
             run = host
             host.report.kind = report.kind
             vars(report).update(vars(host.report))
-    return GraphProgram(result.module, result.output_is_none, run)
+    return GraphProgram(result.module, result.output_is_none, run, gm.forward, options.strict, report.kind)
 
 
 def _reason(e: Exception) -> str:

@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tessera.dialects import tsr
+from tessera.dialects.tsr.op_classes import LIBRARY_OPS
 from tessera.runtime.layouts import Placement, in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program
@@ -130,7 +131,7 @@ class _Builder:
             self._call(op, MklLinear(op, self.freezing))
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
-            self.result.report.aten_ops[_aten_name(op)] += 1
+            _count_host_op(self.result.report, op)
             self._call(op, lambda *xs, op=op, impl=impl, env=self.env: impl(op, env, *xs), library=False)
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
@@ -186,11 +187,22 @@ def _fresh_copy(t: torch.Tensor) -> torch.Tensor:
     return t.clone()
 
 
-def _aten_name(op: Operation) -> str:
-    """How the report names an op run through ATen, and why."""
-    if isinstance(op, tsr.AtenCallOp):
-        return f"{op.callee.data} (no tsr form)"
-    return f"{op.name} (not fused)"
+VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp)
+"""Ops that ATen computes as views of their operand when left on the host (no data moves)."""
+
+
+def _count_host_op(report: GraphReport, op: Operation) -> None:
+    """Counts an op that runs through its ATen reference semantics: a view, a
+    library op ATen computes (``tsr.matmul`` -> ``aten.matmul``), or a fallback
+    (an op with no ``tsr`` form, an op fusion left out), with the reason."""
+    if isinstance(op, VIEW_OPS):
+        report.views[op.name] += 1
+    elif isinstance(op, tsr.AtenCallOp):
+        report.aten_ops[f"{op.callee.data} (no tsr form)"] += 1
+    elif isinstance(op, LIBRARY_OPS):
+        report.library[f"aten.{op.name.removeprefix('tsr.')}"] += 1
+    else:
+        report.aten_ops[f"{op.name} (not fused)"] += 1
 
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",

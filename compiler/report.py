@@ -54,7 +54,9 @@ class GraphReport:
     library: collections.Counter = field(default_factory=collections.Counter)
     """Library calls by kind (``onednn_conv``, ``mkl_linear``, ``tessera_int8_gemm``)."""
     aten_ops: collections.Counter = field(default_factory=collections.Counter)
-    """Ops of a compiled graph that run through ATen, by ``name (reason)``."""
+    """Ops of a compiled graph that run through ATen, by ``name (reason)``: the fallbacks."""
+    views: collections.Counter = field(default_factory=collections.Counter)
+    """View ops left on the host (ATen makes a view: no data moves, not a fallback)."""
 
     @property
     def compiled(self) -> bool:
@@ -69,6 +71,8 @@ class GraphReport:
             parts.append(f"{self.conv_kernels} tessera conv kernels")
         if self.library:
             parts.append("library " + ", ".join(f"{k} x{n}" for k, n in sorted(self.library.items())))
+        if self.views:
+            parts.append("views " + ", ".join(f"{k} x{n}" for k, n in sorted(self.views.items())))
         text = f"tessera: {self.kind} graph compiled: " + ", ".join(parts)
         if self.aten_ops:
             text += "; ATen: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.aten_ops.items()))

@@ -232,3 +232,24 @@ def test_unwritable_cache_still_runs_the_built_code(tmp_path, monkeypatch):
 def test_empty_dims_next_to_others(shape):
     """An empty tensor addresses nothing: any strides fit the kernel's signature."""
     compiled_matches(lambda x: x.sum(-1 if shape[-1] == 0 else 1) + 1, torch.randn(shape), options={})
+
+
+def test_a_failing_run_falls_back_to_the_captured_graph(monkeypatch, caplog):
+    """A compiled program that raises while running (a bug of tessera's) still
+    gives eager's answer, from the captured graph, on this call and the next."""
+    from tessera.runtime.program import Program
+
+    fn = lambda x: torch.sigmoid(x) * 3  # noqa: E731
+    compiled = torch.compile(fn, backend="tessera")
+    assert_close(compiled(X), fn(X), "before")
+
+    def broken(self, *tensors, **kwargs):
+        raise RuntimeError("a kernel that cannot run")
+
+    monkeypatch.setattr(Program, "run", broken)
+    for _ in range(2):
+        assert_close(compiled(X), fn(X), "after the program broke")
+    assert "failed while running" in caplog.text and "cannot run" in caplog.text
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="cannot run"):
+        torch.compile(fn, backend="tessera", options=STRICT)(X)
