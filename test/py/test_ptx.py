@@ -69,13 +69,35 @@ def ptx_kernel_stage(name: str, training: bool = False) -> tuple:
 
 
 # -- the CPU emulation of NVPTX kernels ---------------------------------------------------------
+TRUNC_F32_TO_BF16 = """
+define bfloat @__truncsfbf2(float %x) {
+  %bits = bitcast float %x to i32
+  %odd = lshr i32 %bits, 16
+  %lsb = and i32 %odd, 1
+  %bias = add i32 %lsb, 32767
+  %rounded = add i32 %bits, %bias
+  %hi = lshr i32 %rounded, 16
+  %abs = and i32 %bits, 2147483647
+  %nan = icmp ugt i32 %abs, 2139095040
+  %quiet = or i32 %odd, 64
+  %pick = select i1 %nan, i32 %quiet, i32 %hi
+  %h = trunc i32 %pick to i16
+  %b = bitcast i16 %h to bfloat
+  ret bfloat %b
+}
+"""
+"""``fptrunc float to bfloat`` on an x86 CPU without AVX-512 BF16 is a call of
+compiler-rt's ``__truncsfbf2``, which this process's libgcc (GCC 12) lacks: the
+emulation defines it (round to nearest even, NaN kept quiet)."""
+
+
 class EmulatedPtx:
     """The NVPTX LLVM IR of ``kernels`` running on this CPU, one call per thread."""
 
     def __init__(self, kernels, target: NVPTXTarget | None = None):
         target = target or NVPTXTarget()
         self.signatures = {s.name: s for s in kernel_signatures(kernels)}
-        text = self._retarget(llvm_ir(kernels, target))
+        text = self._retarget(llvm_ir(kernels, target)) + TRUNC_F32_TO_BF16
         text += "".join(self._driver(s.name, len(s.args)) for s in self.signatures.values())
         mod = llvm.parse_assembly(text)
         mod.verify()
