@@ -163,6 +163,7 @@ class _Partition:
     groups: list[_Group]
     member: dict[Operation, list[_Group]]  # the groups an op is computed in
     home: dict[Operation, _Group]  # the group whose output an op's result is
+    host_views: set[Operation] = field(default_factory=set)  # rule 4: on the host, perhaps copied into groups too
 
 
 def partition(block: Block) -> _Partition:
@@ -212,21 +213,23 @@ def partition(block: Block) -> _Partition:
             join(op, [new_group("pointwise", op)])
 
     # Rule 4: a lone view stays a host op.
+    host_views: set[Operation] = set()
     for g in list(groups):
         real = [op for op in g.ops if op_kind(op) != "constant"]
         if len(real) == 1 and is_view(real[0]) and home.get(real[0]) is g:
             groups.remove(g)
             del home[real[0]]
+            host_views.add(real[0])  # its host users read the host op; groups it was copied into keep their copy
             for op in g.ops:
                 member[op] = [x for x in member[op] if x is not g]
-    return _Partition(groups, member, home)
+    return _Partition(groups, member, home, host_views)
 
 
 def _emit(block: Block, part: _Partition) -> None:
     """Re-emit ``block``: host ops and one ``tsr.fused`` per group, in a topological order."""
     ops = list(block.ops)
     pos = {op: i for i, op in enumerate(ops)}
-    host = [op for op in ops if not part.member.get(op) or (
+    host = [op for op in ops if not part.member.get(op) or op in part.host_views or (
         op_kind(op) == "constant" and any(not part.member.get(u) for u in _users(op)))]
     host_set = set(host)
 
@@ -288,6 +291,11 @@ def _emit(block: Block, part: _Partition) -> None:
     mapping: dict[SSAValue, SSAValue] = {}
     for n in order:
         if isinstance(n, Operation):
+            if n in part.host_views:  # groups clone it from its original operands: the host gets a copy
+                copy = n.clone()
+                for old, new in zip(n.results, copy.results):
+                    new.name_hint, mapping[old] = old.name_hint, new
+                n = copy
             n.operands = [mapping.get(v, v) for v in n.operands]
             block.add_op(n)
             continue
@@ -309,7 +317,7 @@ def _emit(block: Block, part: _Partition) -> None:
             new.name_hint = old.name_hint
             mapping[old] = new
     for op in ops:
-        if op not in host_set:
+        if op not in host_set or op in part.host_views:
             op.erase(safe_erase=False)
 
 

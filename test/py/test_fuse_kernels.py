@@ -264,6 +264,24 @@ func.func @forward(%x: {T((4, 8))}, %w: {w}) -> {T((4, 16))} {{
     assert is_view(top_level(after)[0])
 
 
+def test_a_returned_view_of_a_reduction_also_read_by_a_kernel():
+    """BatchNorm's training forward: ``squeeze(mean)`` is returned (a lone view,
+    left on the host) and also copied into the kernel updating the running mean.
+    The host keeps a copy of the view; the kernel clones it from its own input
+    (it once read the host op's remapped operand: a value outside its region)."""
+    x, m, v = T((2, 8, 3, 3)), T((1, 8, 1, 1)), T((8,))
+    after = check_fusion(f"""
+func.func @forward(%x: {x}, %rm: {v}) -> ({v}, {v}) {{
+  %mean = tsr.mean %x {{dims = array<i64: 0, 2, 3>, keepdim = true}} : ({x}) -> {m}
+  %sq = tsr.reshape %mean : ({m}) -> {v}
+  %c = tsr.constant 0.1 : f32
+  %s = tsr.mul %sq, %c : ({v}, f32) -> {v}
+  %upd = tsr.add %s, %rm : ({v}, {v}) -> {v}
+  func.return %sq, %upd : {v}, {v}
+}}""")
+    assert [op.name for op in top_level(after)] == ["tsr.fused", "tsr.reshape", "tsr.fused", "func.return"]
+
+
 def test_a_copying_relayout_is_a_kernel():
     after = check_fusion(f"""
 func.func @forward(%x: {T((1, 8, 4, 4))}, %w: {T((8, 8, 1, 1))}) -> {T((1, 8, 4, 4), layout='nhwc')} {{
