@@ -33,6 +33,8 @@ class Kernel:
         self._dtypes = tuple(_torch_dtype(a.dtype) for a in signature.args)
         work = sum(a.numel for a in signature.args)
         self.default_chunks = max(1, min(options.num_threads, signature.grid_size, work // options.min_work_per_thread))
+        self.empty = signature.grid_size == 0
+        """An empty grid (the kernel writes a tensor with an empty dim): nothing to launch."""
 
     @property
     def name(self) -> str:
@@ -46,12 +48,16 @@ class Kernel:
 
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
+        if self.empty:
+            return
         args = tensors if self._takes_tensors else [t.data_ptr() for t in tensors]
         self._launcher(args, self.default_chunks if chunks is None else max(1, chunks))
 
     def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
         """Launches without :meth:`check`: for a :class:`~tessera.runtime.program.Program`
         whose buffers were checked against this kernel on an earlier run with the same inputs."""
+        if self.empty:
+            return
         self._launcher(tensors if self._takes_tensors else [t.data_ptr() for t in tensors], self.default_chunks)
 
     def check(self, tensors: Sequence[torch.Tensor]) -> None:

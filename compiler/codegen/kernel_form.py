@@ -151,8 +151,8 @@ def _grid(par: scf.ParallelOp, where: str) -> tuple[int, ...]:
         if any(constant_index(v) != want for v in vals):
             raise CodegenError(f"{where}: scf.parallel {what} must be constant {want}")
     grid = tuple(constant_index(v) for v in par.upperBound)
-    if any(g is None or g < 1 for g in grid):
-        raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be positive constants")
+    if any(g is None or g < 0 for g in grid):
+        raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants")
     return grid  # type: ignore[return-value]
 
 
