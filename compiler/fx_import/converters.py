@@ -63,7 +63,9 @@ def emit1(imp: FxImporter, node, op: Operation) -> SSAValue:
 
 
 def _norm_dims(dims, rank: int) -> list[int]:
-    if dims is None:
+    """ATen's dims, normalized; a 0-d tensor's dim 0 (or -1) is no dim (``[]``:
+    a reduction over all of its no dims)."""
+    if dims is None or rank == 0:
         return []
     dims = [dims] if isinstance(dims, int) else list(dims)
     return [d % max(rank, 1) for d in dims]

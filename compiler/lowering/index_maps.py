@@ -52,8 +52,11 @@ def slice_(kb: KernelBuilder, idx: Index, dim: int, start: int, step: int) -> In
 def reshape(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int]) -> Index:
     """Row-major reshape. Dims of size 1 are skipped and the others matched in
     groups of equal size products, so an unsqueeze costs nothing and a merge
-    or split costs one linearization per group."""
+    or split costs one linearization per group. An empty tensor has no
+    element to read (its kernel's grid is empty): index 0."""
     out = [kb.index(0)] * len(src)
+    if 0 in src or 0 in dst:
+        return tuple(out)
     s_dims = [d for d, n in enumerate(src) if n != 1]
     t_dims = [d for d, n in enumerate(dst) if n != 1]
     i = j = 0

@@ -253,8 +253,12 @@ class ScalarLowering:
 
     def _int_op(self, op: Operation, xs: list[SSAValue], res: Attribute) -> SSAValue:
         kb, name = self.kb, op.name
-        if res == i1:
-            raise LoweringError(f"'{name}' on booleans has no kernel lowering")
+        if res == i1:  # torch's arithmetic on booleans: * and min are "and", + and max are "or"
+            logical = {"tsr.mul": arith.AndIOp, "tsr.minimum": arith.AndIOp, "tsr.add": arith.OrIOp,
+                       "tsr.maximum": arith.OrIOp}
+            if name not in logical or len(xs) != 2:
+                raise LoweringError(f"'{name}' on booleans has no kernel lowering")
+            return kb.value(logical[name](xs[0], xs[1]))
         zero = kb.const(0, xs[0].type)
         binary = {"tsr.add": arith.AddiOp, "tsr.sub": arith.SubiOp, "tsr.mul": arith.MuliOp}
         if name in binary:

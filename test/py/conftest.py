@@ -241,3 +241,24 @@ def record_launches(monkeypatch) -> list[str]:
     monkeypatch.setattr(Kernel, "launch", counting)
     monkeypatch.setattr(Kernel, "launch_trusted", counting_trusted)
     return names
+
+
+# -- the OpInfo tally (test_op_db.py) ---------------------------------------------------------
+def pytest_terminal_summary(terminalreporter):
+    """How the op_db samples of this run went: compiled, compiled with some ops
+    through ATen, fallbacks (with their most common reasons), failures."""
+    module = sys.modules.get("test_op_db")
+    outcomes = getattr(module, "OUTCOMES", None)
+    if not outcomes:
+        return
+    import collections
+
+    ran = [o for *_, o in outcomes if o.status != "skipped"]
+    counts = collections.Counter(o.status for o in ran)
+    write = terminalreporter.write_line
+    write(f"op_db: {len(ran)} samples that eager runs: " + ", ".join(
+        f"{k} {v} ({100 * v / len(ran):.1f}%)" for k, v in counts.most_common()))
+    reasons = collections.Counter(o.reason.split(":")[0] + ": " + o.reason.split(":", 2)[-1][:90]
+                                  for o in ran if o.status == "fallback")
+    for reason, n in reasons.most_common(8):
+        write(f"  fallback x{n}: {reason}")

@@ -256,3 +256,19 @@ def test_a_failing_run_falls_back_to_the_captured_graph(monkeypatch, caplog):
     torch._dynamo.reset()
     with pytest.raises(RuntimeError, match="cannot run"):
         torch.compile(fn, backend="tessera", options=STRICT)(X)
+
+
+@pytest.mark.parametrize("op", [torch.mul, torch.add, torch.maximum, torch.minimum])
+def test_arithmetic_on_booleans_compiles(op):
+    """torch's * and min on booleans are "and", + and max are "or"."""
+    compiled_matches(lambda x, y: op(x > 0, y > 0.5), X, X.flip(0))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.sum(0, keepdim=True) * 2, lambda x: x.amax(-1) + 1, torch.mean],
+                         ids=["sum", "amax", "mean"])
+def test_reductions_of_a_0d_tensor(fn):
+    compiled_matches(fn, torch.tensor(1.5))
+
+
+def test_reshape_of_an_empty_tensor():
+    compiled_matches(lambda x, y: (x.reshape(0, 4, 3) * 2).sum(1) + y, torch.randn(0, 12), torch.randn(3))
