@@ -100,10 +100,13 @@ class GraphProgram:
     """A compiled ATen graph: call it with the graph's inputs. ``run`` is the
     compiled host program, or the reference interpreter.
 
-    Should a run raise (a bug of tessera's: its kernels and library calls
-    write only buffers of their own, so nothing the caller holds has changed),
-    the graph runs as ATen (``fallback``, the captured graph) from then on,
-    with a warning; under ``strict`` the error reaches the caller."""
+    Should a run raise, the call is made again as ATen (``fallback``, the
+    captured graph; tessera's kernels and library calls write only buffers of
+    their own, so nothing the caller holds has changed). Where that raises
+    too, the error is the inputs' (``linalg.inv`` of a singular matrix) and
+    reaches the caller; otherwise it was tessera's, and the graph runs as
+    ATen from then on, with a warning. Under ``strict`` every error reaches
+    the caller."""
 
     def __init__(self, module: ModuleOp, output_is_none: list[bool], run: Callable[..., list[torch.Tensor]] | None = None,
                  fallback: Callable[..., Any] | None = None, strict: bool = False, kind: str = "forward"):
@@ -125,10 +128,11 @@ class GraphProgram:
         except Exception as e:  # noqa: BLE001 - the captured graph still gives eager's answer
             if self._strict or self._fallback is None:
                 raise
+            outputs = list(self._fallback(*inputs))  # raises too where the error is the inputs' (a singular matrix)
             log.warning("tessera: %s graph failed while running (%s); it runs as ATen from now on",
                         self._kind, _reason(e))
             self._run, self.compiled = None, False
-            return list(self._fallback(*inputs))
+            return outputs
 
     def _program(self, inputs) -> list[torch.Tensor | None]:
         # Dynamo guards on strides, so inputs arrive as traced and nothing is copied.

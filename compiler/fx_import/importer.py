@@ -160,6 +160,8 @@ class FxImporter:
         if target is operator.getitem:
             src, idx = node.args
             return self.values[src][idx]
+        if target is torch.ops.higher_order.with_effects:
+            return self._with_effects(node)
         conv = CONVERTERS.get(target)
         if conv is not None:
             try:
@@ -170,9 +172,27 @@ class FxImporter:
             raise ImportFailure(f"cannot import call of {target} ({node.name})")
         return self._aten_call(node)
 
-    def _aten_call(self, node: torch.fx.Node) -> Any:
-        """Keep ``node`` as a call into ATen (``tsr.aten_call``)."""
-        target: torch._ops.OpOverload = node.target  # type: ignore[assignment]
+    def _with_effects(self, node: torch.fx.Node) -> list:
+        """``with_effects(token, op, *args)``: AOTAutograd's ordering of an op with
+        side effects (``aten._linalg_check_errors``, which raises on a singular
+        matrix) by a token. The op becomes a ``tsr.aten_call`` (kept in program
+        order, never removed: it has effects); the token passes through.
+
+            %t2, %r = with_effects(%t, aten.op, %x)   // becomes  %r = tsr.aten_call "aten.op" (%x)
+        """
+        token, op, *args = node.args
+        val = node.meta.get("val")
+        results = self._aten_call(node, op, tuple(args), dict(node.kwargs), tuple(val[1:]) if val else ())
+        return [self.operand(token), *results]
+
+    def _aten_call(self, node: torch.fx.Node, target: Any = None, args: tuple | None = None,
+                   kwargs: dict | None = None, results: tuple | None = None) -> Any:
+        """Keep ``node`` (or ``target(*args, **kwargs)`` with ``results`` for it)
+        as a call into ATen (``tsr.aten_call``)."""
+        if target is None:
+            target, args, kwargs = node.target, node.args, dict(node.kwargs)
+        if not isinstance(target, torch._ops.OpOverload):
+            raise ImportFailure(f"cannot import call of {target} ({node.name})")
         operands: list[SSAValue] = []
         index: dict[torch.fx.Node, int] = {}
 
@@ -185,10 +205,10 @@ class FxImporter:
             return index[a]
 
         try:
-            args, kwargs = aten_args.encode_call(node.args, dict(node.kwargs), operand_index)
+            args, kwargs = aten_args.encode_call(args, kwargs, operand_index)
         except (aten_args.UnencodableArgument, NotConvertible) as e:
             raise ImportFailure(f"cannot keep {target} as an ATen call: {e}") from None
-        val = node.meta.get("val")
+        val = node.meta.get("val") if results is None else results
         multi = isinstance(val, (list, tuple))
         rtypes = [value_type(v) for v in val] if multi else [value_type(val)]
         name = f"{target.namespace}.{target._schema.name.split('::')[-1]}.{target._overloadname}"

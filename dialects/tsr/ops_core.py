@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -165,6 +167,10 @@ class TorchEnumAttr(ParametrizedAttribute):
             return [StringAttr(parser.parse_str_literal())]
 
 
+_OPERATOR_NAME = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*\.[A-Za-z_]\w*")
+"""``aten.add.Tensor``, ``prims.iota.default``, ``torch_nn.op.default``: a torch operator's name."""
+
+
 @irdl_op_definition
 class AtenCallOp(IRDLOperation):
     """A call of an ATen op that tessera does not compile; it still runs.
@@ -190,8 +196,8 @@ class AtenCallOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_values_layouts(list(self.inputs) + list(self.outs), "aten_call")
-        if not self.callee.data.startswith(("aten.", "prims.", "quantized.")):
-            raise VerifyException(f"callee '{self.callee.data}' is not an ATen op (aten.NAME.OVERLOAD)")
+        if not _OPERATOR_NAME.fullmatch(self.callee.data):
+            raise VerifyException(f"callee '{self.callee.data}' is not a torch operator (NAMESPACE.NAME.OVERLOAD)")
         for r in self.outs:
             if not isinstance(r.type, (TensorType, NoneType)):
                 raise VerifyException(f"result of type {r.type} is neither a tensor nor none")

@@ -272,3 +272,15 @@ def test_reductions_of_a_0d_tensor(fn):
 
 def test_reshape_of_an_empty_tensor():
     compiled_matches(lambda x, y: (x.reshape(0, 4, 3) * 2).sum(1) + y, torch.randn(0, 12), torch.randn(3))
+
+
+def test_ops_with_effects_compile_and_raise_like_eager(caplog):
+    """``linalg.inv`` checks its input through an op with effects (AOTAutograd's
+    ``with_effects``): it is kept in order, and a singular matrix raises eager's
+    error without turning the compiled program off."""
+    fn = lambda a: torch.linalg.inv(a) * 2  # noqa: E731
+    compiled = compiled_matches(fn, torch.randn(3, 3) + 3 * torch.eye(3))
+    with pytest.raises(torch.linalg.LinAlgError):
+        compiled(torch.zeros(3, 3))
+    assert_close(compiled(torch.eye(3)), fn(torch.eye(3)), "after the error")
+    assert "failed while running" not in caplog.text  # the inputs' error, not tessera's

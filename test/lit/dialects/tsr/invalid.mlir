@@ -131,7 +131,7 @@ func.func @relayout_scalar(%x: f32) -> tensor<f32> {
 // ---- tsr.aten_call ----------------------------------------------------------
 
 func.func @aten_call_callee(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tsr.aten_call' op callee 'torch.relu' is not an ATen op (aten.NAME.OVERLOAD)}}
+  // expected-error @+1 {{'tsr.aten_call' op callee 'torch.relu' is not a torch operator (NAMESPACE.NAME.OVERLOAD)}}
   %0 = tsr.aten_call "torch.relu"(%x) {args = [#tsr.operand<0>]} : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
