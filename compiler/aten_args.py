@@ -6,7 +6,8 @@
 
 Python ``int`` is ``i64``, ``bool`` is ``i1``, ``float`` is ``f64``, ``None``
 is ``unit``, a dtype is its element type, and torch enums (memory formats,
-layouts, devices) are ``#tsr.torch<"...">``.
+layouts, devices) and complex numbers are ``#tsr.torch<"...">``
+(``#tsr.torch<"complex:2.0:-1.5">``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def encode(value: Any, operand_index: Callable[[Any], int]) -> Attribute:
             raise UnencodableArgument(str(e)) from None
     if isinstance(value, torch.device):
         return TorchEnumAttr(f"device:{value}")
+    if isinstance(value, complex):
+        return TorchEnumAttr(f"complex:{value.real!r}:{value.imag!r}")
     if isinstance(value, (list, tuple)):
         return ArrayAttr([encode(v, operand_index) for v in value])
     try:
@@ -105,6 +108,9 @@ def decode(attr: Attribute, operands: Sequence[Any], device: torch.device | None
         v = attr.value.data
         if v.startswith("device:"):
             return device if device is not None else torch.device(v.removeprefix("device:"))
+        if v.startswith("complex:"):
+            _, re, im = v.split(":")
+            return complex(float(re), float(im))
         return _ENUMS[v]
     return dtypes.to_torch(attr)
 

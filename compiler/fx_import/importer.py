@@ -162,6 +162,8 @@ class FxImporter:
             return self.values[src][idx]
         if target is torch.ops.higher_order.with_effects:
             return self._with_effects(node)
+        if _touches_complex(node):  # no tsr op computes complex numbers
+            return self._aten_call(node)
         conv = CONVERTERS.get(target)
         if conv is not None:
             try:
@@ -236,6 +238,13 @@ class FxImporter:
 def import_graph(gm: torch.fx.GraphModule, name: str = "forward") -> ImportResult:
     """Import an ATen ``GraphModule`` (its placeholders need ``meta['val']``)."""
     return FxImporter(gm, name).run()
+
+
+def _touches_complex(node: torch.fx.Node) -> bool:
+    """``node`` reads or returns a complex tensor."""
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    flat = [v for x in vals for v in (x if isinstance(x, (list, tuple)) else (x,))]
+    return any(isinstance(v, torch.Tensor) and v.is_complex() for v in flat)
 
 
 def _fail(o: Any) -> SSAValue:

@@ -1,11 +1,14 @@
 """Element types of the ``tsr`` dialect and their torch dtypes.
 
 Signed torch integers map to MLIR's signless integers (as StableHLO does),
-``uint8`` to ``ui8`` and ``bool`` to ``i1``:
+unsigned ones to ``ui8``..``ui64``, ``bool`` to ``i1`` and complex dtypes to
+``complex<f32>``/``complex<f64>``/``complex<f16>`` (no kernel computes those:
+their ops stay ATen calls):
 
-    tensor<4x8xi8>     // torch.int8
-    tensor<4x8xui8>    // torch.uint8
-    tensor<4xi1>       // torch.bool
+    tensor<4x8xi8>            // torch.int8
+    tensor<4x8xui8>           // torch.uint8
+    tensor<4xi1>              // torch.bool
+    tensor<4xcomplex<f32>>    // torch.complex64
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ComplexType,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     import torch
 
 ui8 = IntegerType(8, Signedness.UNSIGNED)
+ui16, ui32, ui64 = (IntegerType(w, Signedness.UNSIGNED) for w in (16, 32, 64))
 
 # Element types by torch dtype name; torch itself is imported only when a
 # conversion is asked for, so IR-only tools start without it.
@@ -49,7 +54,13 @@ _BY_NAME: dict[str, Attribute] = {
     "int16": i16,
     "int8": i8,
     "uint8": ui8,
+    "uint16": ui16,
+    "uint32": ui32,
+    "uint64": ui64,
     "bool": i1,
+    "complex64": ComplexType(f32),
+    "complex128": ComplexType(f64),
+    "complex32": ComplexType(f16),
 }
 
 
@@ -100,6 +111,10 @@ def is_int(t: Attribute) -> bool:
 
 def is_bool(t: Attribute) -> bool:
     return t == i1
+
+
+def is_complex(t: Attribute) -> bool:
+    return isinstance(t, ComplexType)
 
 
 SUPPORTED = tuple(_BY_NAME.values())

@@ -161,35 +161,51 @@ def test_op_without_converter_runs_as_aten_call():
 
 
 def test_graph_tessera_cannot_import_runs_as_aten(caplog):
-    """A complex-valued graph cannot be imported at all (no complex dtype in
-    tsr): the whole graph runs as captured, with a warning, and gives eager's answer."""
+    """A graph with symbolic sizes cannot be imported yet (``dynamic=True``):
+    the whole graph runs as captured, with a warning and a report, and gives
+    eager's answer; under strict it raises."""
 
     def f(x):
-        spectrum = torch.fft.fft(x.to(torch.complex64))
-        return torch.view_as_real(spectrum).sum(-1) + torch.relu(x)
+        return torch.relu(x).sum(-1) * 2
 
     x = torch.randn(4, 8)
     with caplog.at_level(logging.WARNING, logger="tessera"), collect_reports() as reports:
-        out = torch.compile(f, backend="tessera")(x)
-    assert_close(out, f(x), "fft graph")
-    assert [r.status for r in reports] == ["aten"] and "complex64" in reports[0].reason, reports
+        out = torch.compile(f, backend="tessera", dynamic=True)(x)
+    assert_close(out, f(x), "dynamic graph")
+    assert [r.status for r in reports] == ["aten"] and "dynamic shapes" in reports[0].reason, reports
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("forward graph runs as ATen" in m for m in warnings), warnings
+    torch._dynamo.reset()
     with pytest.raises(BackendCompilerFailed, match="strict"):
-        torch.compile(f, backend="tessera", options={"strict": True})(x)
+        torch.compile(f, backend="tessera", dynamic=True, options={"strict": True})(x)
 
 
 def test_fallback_graph_backward_still_correct():
     """An unimportable forward graph still differentiates correctly."""
 
     def f(x):
-        return torch.view_as_real(torch.fft.fft(x.to(torch.complex64))).square().sum()
+        return (torch.sin(x) * x).square().sum()
 
     x1 = torch.randn(8, requires_grad=True)
     x2 = x1.detach().clone().requires_grad_(True)
     f(x1).backward()
-    torch.compile(f, backend="tessera")(x2).backward()
-    assert_close(x2.grad, x1.grad, "fft grad")
+    torch.compile(f, backend="tessera", dynamic=True)(x2).backward()
+    assert_close(x2.grad, x1.grad, "dynamic graph's grad")
+
+
+def test_complex_ops_run_as_aten_calls_in_a_compiled_graph():
+    """No kernel computes complex numbers: their ops stay ATen calls (complex
+    Python scalars included) inside a compiled graph."""
+
+    def f(x):
+        spectrum = torch.fft.fft(x.to(torch.complex64)) * (2 - 1j)
+        return torch.view_as_real(spectrum).sum(-1) + torch.relu(x)
+
+    x = torch.randn(4, 8)
+    with collect_reports() as reports:
+        out = torch.compile(f, backend="tessera", options={"strict": True})(x)
+    assert_close(out, f(x), "fft graph")
+    assert reports[0].kernels >= 1 and any("fft" in k for k in reports[0].aten_ops), reports
 
 
 def test_unknown_target_is_a_clear_value_error():
