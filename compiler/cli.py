@@ -24,12 +24,15 @@ FEATURES_HELP = ("what to generate code for: x86: CPU features, e.g. +avx512f,+a
 
 
 def _read_input(path: str) -> tuple[str, str]:
+    from .ir_io import decode_source
+
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return decode_source(sys.stdin.buffer.read(), "<stdin>"), "<stdin>"
     try:
-        return Path(path).read_text(), path
+        data = Path(path).read_bytes()
     except OSError as e:
-        raise TesseraError(f"cannot read input: {e.strerror}", None) from None
+        raise TesseraError(f"cannot read input: {e.strerror}", Location(path)) from None
+    return decode_source(data, path), path
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
@@ -82,9 +85,14 @@ def cmd_opt(args: argparse.Namespace) -> int:
     return EXIT_ERROR if failed or problems else 0
 
 
-def _write(text: str, output: str | None) -> None:
+def _write(text: str | bytes, output: str | None) -> None:
     if output and output != "-":
-        Path(output).write_text(text)
+        try:
+            Path(output).write_bytes(text if isinstance(text, bytes) else text.encode())
+        except OSError as e:
+            raise TesseraError(f"cannot write output: {e.strerror}", Location(output)) from None
+    elif isinstance(text, bytes):
+        sys.stdout.buffer.write(text)
     else:
         sys.stdout.write(text)
 
@@ -127,15 +135,16 @@ def cmd_dump(args: argparse.Namespace) -> int:
     upto = args.stage or DEFAULT_STAGE[args.target]
     outdir = Path(args.output) if args.output else None
     if outdir:
-        outdir.mkdir(parents=True, exist_ok=True)
+        try:
+            outdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TesseraError(f"cannot create the output folder: {e.strerror or e}", Location(args.output)) from None
     for name, gm in _capture_model(args.model, args.training):
         outputs = run_stages(gm, args.target, None if args.all_stages else upto, args.features)
         shown = outputs if args.all_stages else {upto: outputs[upto]}
         for stage, so in shown.items():
-            if outdir and so.data is not None:
-                (outdir / f"{name}.{stage}.{so.suffix}").write_bytes(so.data)
-            elif outdir:
-                (outdir / f"{name}.{stage}.{so.suffix}").write_text(so.text)
+            if outdir:
+                _write(so.data if so.data is not None else so.text, str(outdir / f"{name}.{stage}.{so.suffix}"))
             else:
                 print(f"// ===== {name}: stage {stage} ({args.target}) =====")
                 sys.stdout.write(so.text if so.text.endswith("\n") else so.text + "\n")
@@ -148,14 +157,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     from .translate import translate
 
     text, filename = _read_input(args.input)
-    out = translate(text, filename, args.target, args.emit, args.features)
-    if isinstance(out, bytes):
-        if args.output and args.output != "-":
-            Path(args.output).write_bytes(out)
-        else:
-            sys.stdout.buffer.write(out)
-    else:
-        _write(out, args.output)
+    _write(translate(text, filename, args.target, args.emit, args.features), args.output)
     return 0
 
 

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import DiagnosticException, ParseError as XdslParseError
 
 from tessera.dialects.tsr.shapes import check_tensor_layout
@@ -67,20 +68,49 @@ def split_input(text: str, split: bool) -> list[Chunk]:
     return chunks
 
 
-def parse_module(text: str, filename: str = "<stdin>", first_line: int = 1) -> ModuleOp:
-    """Parse IR text; raise :class:`ParseError` with the position on failure."""
-    padded = "\n" * (first_line - 1) + text
-    parser = _LocatingParser(make_context(), padded, filename)
+def decode_source(data: bytes, filename: str) -> str:
+    """The text of an input file: UTF-8, a leading byte-order mark dropped;
+    a byte that is not UTF-8, or a NUL, is a located :class:`ParseError`."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
     try:
-        return parser.parse_module()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ParseError(f"invalid UTF-8 byte 0x{data[e.start]:02x}", _location_at(data, e.start, filename)) from None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ParseError("NUL byte in the input", _location_at(data, nul, filename))
+    return text
+
+
+def _location_at(data: bytes, offset: int, filename: str) -> Location:
+    line = data.count(b"\n", 0, offset) + 1
+    col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return Location(filename, line, col)
+
+
+def parse_module(text: str, filename: str = "<stdin>", first_line: int = 1) -> ModuleOp:
+    """Parse IR text; raise :class:`ParseError` with the position on failure.
+    Empty text is an empty module (as in ``mlir-opt``)."""
+    if not text.strip():
+        return ModuleOp([])
+    padded = "\n" * (first_line - 1) + text
+    parser = None
+    try:
+        parser = _LocatingParser(make_context(), padded, filename)  # lexes the first token: may fail
+        module = parser.parse_module()
     except XdslParseError as e:
         loc = e.span.get_location()
         raise ParseError(e.msg, Location(loc.file, loc.line, loc.col)) from None
+    except RecursionError:
+        loc = parser.op_starts[-1] if parser and parser.op_starts else None
+        where = Location(loc.file, loc.line, loc.col) if loc else Location(filename, first_line, 1)
+        raise ParseError("the input nests too deeply to parse", where) from None
     except (DiagnosticException, ValueError, TypeError, KeyError) as e:
         # Attribute verifiers and the op constraints of declarative formats
         # run while parsing and raise plain exceptions: point at the op.
         loc = parser.op_starts[-1] if parser.op_starts else parser._current_token.span.get_location()
         raise ParseError(_first_line(e), Location(loc.file, loc.line, loc.col)) from None
+    return module
 
 
 def op_location(op: Operation) -> Location | None:
@@ -91,7 +121,29 @@ def op_location(op: Operation) -> Location | None:
 
 
 def iter_verification_errors(module: ModuleOp) -> Iterator[VerificationError]:
-    """Every op that fails its verifier, in program order (nested ops first)."""
+    """Every op that fails its verifier, in program order (nested ops first),
+    then every use of a value its definition does not dominate."""
+    yield from _verifier_errors(module)
+    yield from _dominance_errors(module.body.block, set())
+
+
+def _dominance_errors(block: Block, visible: set[SSAValue]) -> Iterator[VerificationError]:
+    """Uses in ``block`` (and the single-block regions inside it) of values not
+    defined before them: ``visible`` holds what enclosing blocks defined
+    before the op whose region this is (nothing for an isolated region)."""
+    defined = set(visible) | set(block.args)
+    for op in block.ops:
+        for i, v in enumerate(op.operands):
+            if v not in defined:
+                yield VerificationError(f"'{op.name}' op operand #{i} does not dominate this use", op_location(op))
+        inner = set() if op.has_trait(IsolatedFromAbove) else defined
+        for region in op.regions:
+            if len(region.blocks) == 1:  # a CFG region's dominance is its own
+                yield from _dominance_errors(region.block, inner)
+        defined.update(op.results)
+
+
+def _verifier_errors(module: ModuleOp) -> Iterator[VerificationError]:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)

@@ -88,6 +88,7 @@ def analyze_kernel(fn: func.FuncOp) -> KernelForm:
     parallel = _top_level_parallel(fn, where)
     grid = _grid(parallel, where)
     _check_stores(fn, outputs, where)
+    _check_grid_fits(parallel, grid, where)
     args = tuple(
         BufferSpec(tuple(t.get_shape()), tuple(int(s) for s in t.get_strides()), _dtype_name(fn, i, t, where), i in outputs)
         for i, t in enumerate(types)
@@ -154,6 +155,52 @@ def _grid(par: scf.ParallelOp, where: str) -> tuple[int, ...]:
     if any(g is None or g < 0 for g in grid):
         raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants")
     return grid  # type: ignore[return-value]
+
+
+def _grid_offset(v: SSAValue, ivs: dict[SSAValue, int]) -> tuple[int, int] | None:
+    """``(grid dim, constant)`` when ``v`` is a grid index plus a constant."""
+    if v in ivs:
+        return ivs[v], 0
+    op = v.owner
+    if isinstance(op, arith.AddiOp):
+        for iv, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            k = constant_index(c)
+            if iv in ivs and k is not None:
+                return ivs[iv], k
+    if isinstance(op, arith.SubiOp) and op.lhs in ivs and (k := constant_index(op.rhs)) is not None:
+        return ivs[op.lhs], -k
+    return None
+
+
+def _check_grid_fits(par: scf.ParallelOp, grid: tuple[int, ...], where: str) -> None:
+    """A load or store indexed by a grid index (plus a constant), outside any
+    ``scf.if``, must stay inside its memref for every grid point: a grid that
+    runs past a buffer is refused, not emitted.
+
+        scf.parallel (%i) = (%c0) to (%c8) ...  memref.load %x[%i] : memref<4xf32>   // refused
+    """
+    ivs = {a: d for d, a in enumerate(par.body.block.args)}
+    for op in par.walk():
+        if not isinstance(op, (memref.LoadOp, memref.StoreOp)) or _inside_if(op, par):
+            continue
+        shape = op.memref.type.get_shape()
+        for i, index in enumerate(op.indices):
+            hit = _grid_offset(index, ivs)
+            if hit is None or not grid[hit[0]]:
+                continue
+            lo, hi = hit[1], grid[hit[0]] - 1 + hit[1]
+            if lo < 0 or hi >= shape[i]:
+                raise CodegenError(f"{where}: '{op.name}' index #{i} runs from {lo} to {hi} over the grid, "
+                                   f"past the memref's dim of {shape[i]}")
+
+
+def _inside_if(op, top: scf.ParallelOp) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not top:
+        if isinstance(parent, scf.IfOp):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 def _check_stores(fn: func.FuncOp, outputs: frozenset[int], where: str) -> None:

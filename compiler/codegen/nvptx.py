@@ -54,6 +54,9 @@ GLOBAL = 1
 """NVPTX's global address space (``ld.global``/``st.global``)."""
 
 _SM = re.compile(r"^sm_(\d+)[af]?$")
+KNOWN_SMS = (75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
+"""The sm numbers of LLVM 22's NVPTX processor table from ``MIN_SM`` on (LLVM
+warns and ignores an unknown one; tessera refuses it)."""
 
 
 def parse_features(features: str | None, cpu: str | None = None) -> tuple[str, str]:
@@ -74,6 +77,8 @@ def parse_features(features: str | None, cpu: str | None = None) -> tuple[str, s
     m = _SM.match(sm)
     if m is None or int(m.group(1)) < MIN_SM:
         raise UnknownTarget(f"ptx target {sm!r}: expected sm_{MIN_SM} or newer, e.g. sm_80 or sm_90")
+    if int(m.group(1)) not in KNOWN_SMS:
+        raise UnknownTarget(f"ptx target {sm!r}: not a GPU LLVM knows (sm_{', sm_'.join(map(str, KNOWN_SMS))})")
     return sm, ",".join(llvm_features)
 
 

@@ -28,6 +28,16 @@ def host_cpu_and_features() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
+@functools.cache
+def known_features() -> frozenset[str]:
+    """The x86 feature names LLVM's host detection knows (each, present or not);
+    empty on a host that is not x86 (no check then)."""
+    init_llvm()
+    if not llvm.get_process_triple().startswith(("x86_64", "i686", "i386")):
+        return frozenset()
+    return frozenset(llvm.get_host_cpu_features().keys())
+
+
 # What LLVM's X86 feature table implies for the features tessera asks about
 # (``+avx512vnni`` alone builds AVX-512 code, as with ``llc -mattr``).
 IMPLIED_FEATURES: dict[str, tuple[str, ...]] = {
@@ -75,6 +85,10 @@ class X86Target(Target):
             bad = [f for f in features.split(",") if f and f[0] not in "+-"]
             if bad:
                 raise UnknownTarget(f"x86 feature string {features!r}: each feature needs a leading '+' or '-', not {bad[0]!r}")
+            known = known_features()
+            unknown = [f for f in features.split(",") if f and known and f[1:] not in known]
+            if unknown:
+                raise UnknownTarget(f"x86 feature string {features!r}: {unknown[0][1:]!r} is not an x86 feature LLVM knows")
             self.cpu = cpu or ""
             self.features = features
         on = enabled_features(self.features)

@@ -1,0 +1,108 @@
+"""The model zoo (``test/py/zoo_models.py``) through tessera: per model, what
+compiled and what still runs through ATen (and why), the largest difference
+from eager, and the time per call of eager, Inductor and tessera (with and
+without freezing), medians of interleaved rounds in one process.
+
+    .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time]
+
+Prints a Markdown table for ``BENCHMARKS.md``. Record the machine with it
+(``/proc/cpuinfo``): compare figures only within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "py"))
+
+from zoo_models import MODELS, ZOO  # noqa: E402
+
+from tessera.compiler.report import collect_reports  # noqa: E402
+
+MODES = {
+    "eager": lambda m: m,
+    "Inductor": lambda m: torch.compile(m),
+    "tessera": lambda m: torch.compile(m, backend="tessera"),
+    "tessera freezing": lambda m: torch.compile(m, backend="tessera", options={"freezing": True}),
+}
+
+
+def status(name: str) -> dict:
+    """How tessera compiles ``name``: graphs, fallbacks, ops through ATen, max error."""
+    model, inputs = ZOO[name].build()
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        expected = model(*inputs)
+        got = torch.compile(model, backend="tessera")(*inputs)
+    scale = max(1.0, expected.abs().max().item())
+    return {
+        "graphs": len(reports),
+        "fallbacks": [f"{r.status}: {r.reason}" for r in reports if not r.compiled],
+        "aten": sorted({k for r in reports for k in r.aten_ops}),
+        "kernels": sum(r.kernels + r.conv_kernels for r in reports),
+        "error": (got.float() - expected.float()).abs().max().item() / scale,
+    }
+
+
+def timings(name: str, reps: int) -> dict[str, float]:
+    """Median ms per call of each mode, rounds interleaved in a new random order each."""
+    fns = {}
+    for mode, wrap in MODES.items():
+        torch._dynamo.reset()
+        model, inputs = ZOO[name].build()
+        fn = wrap(model)
+        with torch.no_grad():
+            fn(*inputs)
+            fn(*inputs)
+        fns[mode] = (fn, inputs)
+    times: dict[str, list[float]] = {m: [] for m in fns}
+    order = list(fns)
+    rng = random.Random(0)
+    with torch.no_grad():
+        for _ in range(reps):
+            rng.shuffle(order)
+            for mode in order:
+                fn, inputs = fns[mode]
+                t0 = time.perf_counter()
+                fn(*inputs)
+                times[mode].append((time.perf_counter() - t0) * 1e3)
+    return {m: statistics.median(t) for m, t in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(m.name for m in MODELS))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-time", action="store_true", help="status and correctness only")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    logging.getLogger("tessera").setLevel(logging.ERROR)
+    print(f"torch {torch.__version__}, {a.threads} threads")
+    head = "| model | graphs | fallbacks | through ATen | max rel. error |"
+    if not a.no_time:
+        head += " eager ms | Inductor ms | tessera ms | tessera freezing ms | vs Inductor |"
+    table = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for name in a.models.split(","):
+        s = status(name)
+        line = (f"| {name} | {s['graphs']} | {'; '.join(s['fallbacks']) or 'none'} | "
+                f"{', '.join(s['aten']) or 'nothing'} | {s['error']:.1e} |")
+        if not a.no_time:
+            t = timings(name, a.reps)
+            line += (f" {t['eager']:.2f} | {t['Inductor']:.2f} | {t['tessera']:.2f} | {t['tessera freezing']:.2f} |"
+                     f" {t['Inductor'] / t['tessera']:.2f}x |")
+        table.append(line)
+        print(line, flush=True)
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()
