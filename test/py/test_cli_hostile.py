@@ -4,8 +4,6 @@ Run in-process (``cli.main``), which is what the executable calls."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tessera.compiler.cli import main

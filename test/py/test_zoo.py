@@ -18,6 +18,26 @@ from zoo_models import MODELS
 
 STRICT = {"strict": True}
 
+EXPECTED_FALLBACKS: dict[str, str] = {
+    # model name -> why one of its graphs does not compile (a substring of the report's reason).
+    # A model listed here is compiled without ``strict``; its other graphs must compile, the
+    # fallback must give eager's answer, and the reason must still be this one.
+}
+
+
+def _options(name: str) -> dict:
+    return {} if name in EXPECTED_FALLBACKS else STRICT
+
+
+def _check_compiled(name: str, reports) -> None:
+    assert reports, f"{name}: no graph reached tessera"
+    failed = [r for r in reports if r.status != "compiled"]
+    if name in EXPECTED_FALLBACKS:
+        assert failed, f"{name} now compiles: remove it from EXPECTED_FALLBACKS"
+        assert all(EXPECTED_FALLBACKS[name] in r.reason for r in failed), [r.summary() for r in failed]
+    else:
+        assert not failed, [r.summary() for r in failed]
+
 
 def _close(got: torch.Tensor, expected: torch.Tensor, tolerance: float, what: str) -> None:
     assert type(got) is torch.Tensor and got.shape == expected.shape and got.dtype == expected.dtype, what
@@ -27,7 +47,11 @@ def _close(got: torch.Tensor, expected: torch.Tensor, tolerance: float, what: st
 
 def _print_aten(name: str, reports) -> None:
     aten = sorted({k for r in reports for k in r.aten_ops})
-    print(f"\n{name}: {len(reports)} graphs compiled; through ATen: {', '.join(aten) or 'nothing'}")
+    compiled = sum(r.compiled for r in reports)
+    print(f"\n{name}: {compiled}/{len(reports)} graphs compiled; through ATen: {', '.join(aten) or 'nothing'}")
+    for r in reports:
+        if not r.compiled:
+            print(f"  {r.summary()}")
 
 
 @pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name, marks=[pytest.mark.slow] if m.slow else [])
@@ -36,10 +60,10 @@ def test_inference_matches_eager(zoo):
     model, inputs = zoo.build()
     with torch.no_grad(), collect_reports() as reports:
         expected = model(*inputs)
-        compiled = torch.compile(model, backend="tessera", options=STRICT)
+        compiled = torch.compile(model, backend="tessera", options=_options(zoo.name))
         for call in range(2):
             _close(compiled(*inputs), expected, zoo.tolerance, f"{zoo.name}, call {call}")
-    assert reports and all(r.compiled for r in reports)
+    _check_compiled(zoo.name, reports)
     _print_aten(zoo.name, reports)
 
 
@@ -54,7 +78,7 @@ def test_training_step_matches_eager(zoo):
     expected = reference(*inputs)
     expected.float().square().mean().backward()
     with collect_reports() as reports:
-        got = torch.compile(model, backend="tessera", options=STRICT)(*inputs)
+        got = torch.compile(model, backend="tessera", options=_options(zoo.name))(*inputs)
         got.float().square().mean().backward()
     _close(got.detach(), expected.detach(), zoo.tolerance, f"{zoo.name} training output")
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
@@ -63,5 +87,6 @@ def test_training_step_matches_eager(zoo):
     for (name, b), c in zip(model.named_buffers(), reference.buffers()):
         if b.is_floating_point():
             _close(b, c, zoo.tolerance, f"{zoo.name} buffer {name}")
-    assert {r.kind for r in reports} == {"forward", "backward"} and all(r.compiled for r in reports)
+    assert {r.kind for r in reports} == {"forward", "backward"}
+    _check_compiled(zoo.name, reports)
     _print_aten(zoo.name, reports)
