@@ -17,6 +17,7 @@ failures.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -154,10 +155,16 @@ class _NoGradient(Exception):
     """The sample has no input and output to differentiate."""
 
 
-def quiet() -> None:
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
     """Fallback warnings are the harness's data, not noise for the log."""
-    logging.getLogger("tessera").setLevel(logging.ERROR)
-    torch._dynamo.config.cache_size_limit = 1 << 16
+    log = logging.getLogger("tessera")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def tally(outcomes: list[Outcome]) -> collections.Counter:

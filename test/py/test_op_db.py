@@ -27,10 +27,10 @@ OUTCOMES: list = []
 
 
 def _check(name: str, dtype: torch.dtype, count: int, backward: bool = False) -> None:
-    quiet()
     failures = []
     for sample in samples(OPS[name], dtype, count, requires_grad=backward):
-        outcome = run_sample(OPS[name], sample, dtype, backward)
+        with quiet():
+            outcome = run_sample(OPS[name], sample, dtype, backward)
         OUTCOMES.append((name, dtype, backward, outcome))
         if outcome.status in FAILING:
             failures.append(f"{outcome.status}: {outcome.reason}\n  {sample}\n  " + "\n  ".join(outcome.graphs))
