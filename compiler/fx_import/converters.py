@@ -283,6 +283,8 @@ def _select(imp, node, x, dim, index):
 @converts(aten.cat.default)
 def _cat(imp, node, xs, dim=0):
     vals = [imp.operand(x) for x in xs if x.meta["val"].numel() > 0 or len(xs) == 1]
+    if not vals:  # every input empty: ATen makes the (empty) result
+        raise NotConvertible("cat of empty tensors only")
     rank = len(rtype(node).get_shape())
     props = {"dim": IntegerAttr(dim % rank, i64)}
     return emit1(imp, node, tsr.ConcatOp.create(operands=vals, result_types=[rtype(node)], properties=props))

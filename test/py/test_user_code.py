@@ -284,3 +284,7 @@ def test_ops_with_effects_compile_and_raise_like_eager(caplog):
         compiled(torch.zeros(3, 3))
     assert_close(compiled(torch.eye(3)), fn(torch.eye(3)), "after the error")
     assert "failed while running" not in caplog.text  # the inputs' error, not tessera's
+
+
+def test_cat_of_empty_tensors_only():
+    compiled_matches(lambda x, y: torch.cat([x, y], dim=1) + 1, torch.randn(2, 0), torch.randn(2, 0))
