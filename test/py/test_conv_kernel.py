@@ -291,8 +291,8 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
 
 
 def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
-    """With tessera's kernel chosen, ``fuse-conv-residuals`` hands it the block's
-    shortcut: relu(conv2 + x) is one kernel launch, equal to eager. (The first conv
+    """With tessera's kernel chosen and the BatchNorms folded (freezing),
+    ``fuse-conv-residuals`` hands it the block's shortcut: relu(conv2 + x) is one kernel launch, equal to eager. (The first conv
     reads a relayout of x, which the shortcut then reuses; reading x itself, it
     would leave no NHWC x, and the add stays in the kernel that reads x in NCHW.)"""
     _force_tessera_convs(monkeypatch, contiguous_input=False)
@@ -302,7 +302,7 @@ def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
     x = torch.randn(2, 16, 9, 11)
     with torch.no_grad():
         torch._dynamo.reset()
-        compiled = torch.compile(block, backend="tessera")
+        compiled = torch.compile(block, backend="tessera", options={"freezing": True})  # BatchNorm folded
         names = record_launches(monkeypatch)
         got = compiled(x)
         torch.testing.assert_close(got, block(x), rtol=1e-4, atol=1e-4)

@@ -123,7 +123,7 @@ func.func @forward(%x: {x}, %y1: {y}, %w: {w}) -> {x} {{
 
 
 def test_compiled_resnet_block_is_two_conv_launches(kernel_host):
-    """At 32 channels the ResNet block is two launches of tessera's kernel: the first
+    """At 32 channels the ResNet block (BatchNorms folded: freezing) is two launches of tessera's kernel: the first
     reads the NCHW input, the second adds the NCHW shortcut, applies the ReLU and
     writes the NCHW output; equal to eager. With ``conv_kernels=False`` every conv is
     oneDNN's and the result is the same."""
@@ -133,13 +133,13 @@ def test_compiled_resnet_block_is_two_conv_launches(kernel_host):
     x = torch.randn(2, 32, 9, 13)
     with torch.no_grad(), pytest.MonkeyPatch.context() as mp:
         launched = record_launches(mp)
-        for options in ({}, {"conv_kernels": False}):
+        for options in ({"freezing": True}, {"freezing": True, "conv_kernels": False}):
             torch._dynamo.reset()
             launched.clear()
             got = torch.compile(block, backend="tessera", options=options)(x)
             torch.testing.assert_close(got, block(x), rtol=1e-4, atol=1e-4)
             convs = [n for n in launched if n.startswith("conv2d_")]
-            if options:
+            if "conv_kernels" in options:
                 assert not convs
             else:
                 # before the convs: the folded BatchNorm weights, prepared once (weight_preparation)
