@@ -99,6 +99,7 @@ def parse_module(text: str, filename: str = "<stdin>", first_line: int = 1) -> M
     Empty text is an empty module (as in ``mlir-opt``)."""
     if not text.strip():
         return ModuleOp([])
+    _check_bitwidths(text, filename, first_line)
     padded = "\n" * (first_line - 1) + text
     parser = None
     try:
@@ -122,6 +123,22 @@ def parse_module(text: str, filename: str = "<stdin>", first_line: int = 1) -> M
         loc = parser.op_starts[-1] if parser.op_starts else parser._current_token.span.get_location()
         raise ParseError(_first_line(e), Location(loc.file, loc.line, loc.col)) from None
     return module
+
+
+MAX_BITWIDTH = 16777215
+"""MLIR's limit on an integer type's width."""
+_INT_TYPE = re.compile(r"\b[su]?i(\d{8,})\b")
+
+
+def _check_bitwidths(text: str, filename: str, first_line: int) -> None:
+    """Refuse an integer type wider than MLIR allows before xDSL parses it:
+    its value range (``2**width``) would take gigabytes and minutes."""
+    for m in _INT_TYPE.finditer(text):
+        if int(m.group(1)) > MAX_BITWIDTH:
+            line = text.count("\n", 0, m.start())
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise ParseError(f"integer bitwidth is limited to {MAX_BITWIDTH} bits",
+                             Location(filename, first_line + line, col))
 
 
 def op_location(op: Operation) -> Location | None:

@@ -36,6 +36,15 @@ INPUTS = {
     "self_reference": (b"func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
                        b"  %a = tsr.add %a, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
                        b"  func.return %a : tensor<4xf32>\n}\n", ":2:3: error: 'tsr.add' op operand #0 does not dominate"),
+    # xDSL's string regex backtracked exponentially in the rest of the line (hours here).
+    "unclosed_string": (b'%0 = "tsr.constant"() {note = "' + b"x" * 60 + b"} : () -> tensor<4xf32>\n",
+                        ":1:31: error: End of file reached before closing string literal"),
+    # A width whose value range (2**width) xDSL would compute: refused before parsing.
+    "huge_bitwidth": (b'%0 = "tsr.constant"() {value = array<i4294967296: 1, 2>} : () -> tensor<2xf32>\n',
+                      ":1:38: error: integer bitwidth is limited to 16777215 bits"),
+    # A splat xDSL expands to 10**11 elements: MemoryError.
+    "huge_splat": (b'%0 = "tsr.constant"() {value = dense<1.0> : tensor<100000000000xf32>} : () -> tensor<100000000000xf32>\n',
+                   ": error: the input is too large to parse"),
 }
 
 
@@ -75,11 +84,16 @@ def test_output_paths(tmp_path, capsys):
     user_error(capsys, ["dump", str(REPO / "examples/mlp.py"), "--stage", "graph", "-o", str(a_file)],
                f"{a_file}: error: cannot create the output folder")
     user_error(capsys, ["opt", str(tmp_path), "-p", "cse"], f"{tmp_path}: error: cannot read input")
+    user_error(capsys, ["opt", str(tmp_path / "missing.mlir"), "-p", "cse"],
+               f"{tmp_path / 'missing.mlir'}: error: cannot read input: No such file or directory")
+    user_error(capsys, ["dump", str(REPO / "examples/mlp.py"), "--all-stages", "-o", str(a_file)],
+               f"{a_file}: error: cannot create the output folder")
 
 
 @pytest.mark.parametrize("target, features, needle", [
     ("ptx", "sm_999", "not a GPU LLVM knows"),
     ("ptx", "sm_abc", "expected sm_75 or newer"),
+    ("ptx", "sm_7", "expected sm_75 or newer"),
     ("x86", "+avx9000", "'avx9000' is not an x86 feature LLVM knows"),
     ("x86", "avx2", "needs a leading '+' or '-'"),
 ])
