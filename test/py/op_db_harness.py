@@ -145,10 +145,37 @@ def run_sample(op, sample, dtype: torch.dtype, backward: bool = False) -> Outcom
     finally:
         torch._dynamo.reset()
     mismatch = _compare(got, expected, dtype)
+    if mismatch and dtype in (torch.float16, torch.bfloat16) and not backward:
+        mismatch = _less_accurate(got, expected, lambda: fn(*_upcast((sample.input, *args))), dtype) and mismatch
     outcome = _classify(reports)
     if mismatch:
         return Outcome("wrong", mismatch, outcome.graphs)
     return outcome
+
+
+def _upcast(xs):
+    return [x.float() if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16) else
+            _upcast(x) if isinstance(x, (list, tuple)) else x for x in xs]
+
+
+def _less_accurate(got, expected, reference, dtype: torch.dtype) -> bool:
+    """Whether a half-precision result that differs from eager's is also further
+    from the float32 reference than eager's is (tessera computes half types in
+    f32 and rounds once, eager may round every step: cancellations, grid-sample
+    coordinates). A result at least as close to float32 as eager's is not wrong."""
+    try:
+        refs = _tensors(reference())
+    except Exception:  # noqa: BLE001 - no float32 reference: the mismatch stands
+        return True
+    rtol, atol = TOLERANCES[dtype]
+    for g, e, r in zip(_tensors(got), _tensors(expected), refs):
+        if not g.is_floating_point() or r.shape != g.shape:
+            return True
+        g64, e64, r64 = g.double(), e.double(), r.double()
+        slack = (e64 - r64).abs() + atol + rtol * r64.abs()
+        if not bool(((g64 - r64).abs() <= slack).logical_or(g64.isnan() & r64.isnan()).all()):
+            return True
+    return False
 
 
 class _NoGradient(Exception):
