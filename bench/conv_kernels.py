@@ -49,8 +49,8 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fma_peak import peak_gflops  # noqa: E402
 
-from tessera.compiler.codegen.conv import ConvSpec, can_run_conv, pack_weight, select_conv_isa  # noqa: E402
-from tessera.compiler.codegen.conv.api import load_conv  # noqa: E402
+from tessera.compiler.targets.x86.conv import ConvSpec, can_run_conv, pack_weight, select_conv_isa  # noqa: E402
+from tessera.compiler.targets.x86.conv.api import load_conv  # noqa: E402
 
 # (label, input shape, out channels, kernel, stride, padding, groups)
 SHAPES = [
@@ -61,7 +61,7 @@ SHAPES = [
     # the convs of examples/video_vae_block.py at its benchmark() size (1x64x4x32x32)
     ("VAE conv1/conv2 3x3x3 64->64 1x64x6x34x34", (1, 64, 6, 34, 34), 64, 3, 1, 0, 1),
     ("VAE conv_up 3x3x3 64->64 1x64x4x64x64 p1", (1, 64, 4, 64, 64), 64, 3, 1, 1, 1),
-    # more shape classes for the cost model (compiler/conv_kernel_model.py)
+    # more shape classes for the cost model (compiler/targets/x86/conv_kernel_model.py)
     ("conv2d 3x3 64->64 1x64x64x64 p1", (1, 64, 64, 64), 64, 3, 1, 1, 1),
     ("conv2d 3x3 64->128 s2 1x64x64x64 p1", (1, 64, 64, 64), 128, 3, 2, 1, 1),
     ("conv2d 3x3 3->64 1x3x224x224 p1", (1, 3, 224, 224), 64, 3, 1, 1, 1),

@@ -1,6 +1,6 @@
 """What folding a relayout into tessera's conv kernel buys, end to end: the data
 behind the contiguous-input and contiguous-output rules of
-``compiler/conv_kernel_model.py``.
+``compiler/targets/x86/conv_kernel_model.py``.
 
     .venv/bin/python bench/conv_layout_folds.py [--threads 2] [--reps 30] [--only input]
 
@@ -35,8 +35,8 @@ import types
 import torch
 from torch import nn
 
-from tessera.compiler.conv_kernel_model import CONTIGUOUS_INPUT_RULES, CONTIGUOUS_OUTPUT_RULES
-from tessera.compiler.conv_layout_model import Rule
+from tessera.compiler.targets.x86.conv_kernel_model import CONTIGUOUS_INPUT_RULES, CONTIGUOUS_OUTPUT_RULES
+from tessera.passes.target_models import Rule
 from tessera.runtime.kernel import Kernel
 
 TABLES = (CONTIGUOUS_INPUT_RULES, CONTIGUOUS_OUTPUT_RULES)

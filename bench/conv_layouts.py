@@ -1,6 +1,6 @@
 """Measures the library convolutions tessera calls on x86, contiguous against
 channels-last, per dtype and shape class: the data behind
-``compiler/conv_layout_model.py``, the rule ``assign-layouts`` applies. A
+``each target's conv_layouts.py under compiler/targets``, the rule ``assign-layouts`` applies. A
 contiguous conv runs ``aten.mkldnn_convolution`` (oneDNN, weight reordered per
 call); a channels-last one ``mkldnn._convolution_pointwise`` with the weight
 packed once (``compiler/library_calls.py``: with a packed weight oneDNN returns

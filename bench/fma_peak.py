@@ -21,7 +21,7 @@ import torch
 from llvmlite import ir
 
 from tessera.compiler.codegen.pipeline import optimize
-from tessera.compiler.codegen.x86 import X86Target
+from tessera.compiler.targets.x86.codegen import X86Target
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.cpu import host_features
 from tessera.runtime.device import Device

@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import torch
 
-from tessera.compiler.codegen.int8_gemm import ISAS, Int8GemmSpec, can_run, load_int8_gemm, pack_b
+from tessera.compiler.targets.x86.int8_gemm import ISAS, Int8GemmSpec, can_run, load_int8_gemm, pack_b
 
 SHAPES = [(1024, 1024, 1024), (64, 4096, 4096), (1, 4096, 4096)]
 
@@ -47,9 +47,9 @@ def vnni_peak_gops(isa: str, threads: int, iters: int = 400_000) -> float:
     (the path's own ``madd``, 24 or 12 accumulators) with no memory traffic."""
     from llvmlite import ir
 
-    from tessera.compiler.codegen.int8_gemm.build import gemm_target
+    from tessera.compiler.targets.x86.int8_gemm.build import gemm_target
     from tessera.compiler.codegen.irbuild import I32, byte_ptr, counted_loop, i64
-    from tessera.compiler.codegen.int8_gemm.isa import get_isa
+    from tessera.compiler.targets.x86.int8_gemm.isa import get_isa
     from tessera.compiler.codegen.pipeline import optimize
     from tessera.runtime.artifact import Artifact
     from tessera.runtime.device import Device

@@ -22,7 +22,7 @@ from tessera.compiler.context import make_context
 from tessera.compiler.fx_import import import_graph
 from tessera.compiler.model_loader import load_example
 from tessera.compiler.pass_pipeline import build_pipeline
-from tessera.passes import PIPELINES
+from tessera.compiler import targets
 from tessera.runtime import cpu, openmp
 from tessera.runtime.program import Launch
 
@@ -45,7 +45,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     model, args = load_example(str(ROOT / "examples" / "resnet_block.py"), "benchmark")
     module = import_graph(capture(model, args).forward[0]).module
-    build_pipeline(PIPELINES["x86"]).apply(make_context(), module)
+    build_pipeline(targets.get("x86").graph_pipeline()).apply(make_context(), module)
     host = compile_kernels_of(module, BackendOptions())
     print(f"torch {torch.__version__}, {a.threads} threads, OpenMP available: {openmp.available()}")
     print("| kernel | grid | MB moved | 1 thread ms | thread pool ms | OpenMP ms | OpenMP GB/s |\n|---|---|---:|---:|---:|---:|---:|")

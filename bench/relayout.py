@@ -24,8 +24,8 @@ from tessera.compiler.context import make_context
 from tessera.compiler.ir_io import parse_module
 from tessera.compiler.lowering import lower_to_kernels
 from tessera.compiler.pass_pipeline import build_pipeline
-from tessera.passes import FUSION_PIPELINES
-from tessera.runtime import compile_kernels
+from tessera.compiler import targets
+from tessera.compiler.build import compile_kernels
 
 SHAPE = (1, 64, 56, 56)
 
@@ -48,7 +48,7 @@ FORMATS = {"nchw": torch.contiguous_format, "nhwc": torch.channels_last}
 def kernel(layouts: list[str], result: str, body: str, tile: int | None):
     args = ", ".join(f"%a{i}: {_t(lay)}" for i, lay in enumerate(layouts))
     module = parse_module(f"func.func @forward({args}) -> {_t(result)} {{\n  {body}\n  func.return %r : {_t(result)}\n}}")
-    build_pipeline(FUSION_PIPELINES["x86"]).apply(make_context(), module)
+    build_pipeline(targets.get("x86").fusion_pipeline()).apply(make_context(), module)
     program = lower_to_kernels(module, transpose_tile=tile)
     (fn,) = list(program.kernels.body.block.ops)
     return compile_kernels(program.kernels, cache=None).kernel(fn.sym_name.data)

@@ -4,10 +4,10 @@ Dynamo's graph goes through AOTAutograd with tessera's decompositions; each
 ATen graph (forward, backward) is imported into ``tsr``, verified, run through
 the target's graph pipeline, fused, lowered to kernels and compiled; it runs
 as a :class:`GraphProgram`: compiled kernels and library calls in order
-(``compiler/host_program.py``). CPU tensors run x86 machine code; CUDA tensors
-run PTX kernels (target ``ptx``, chosen by the inputs' device) with cuDNN/cuBLAS
-through ATen; MPS tensors run Metal kernels (target ``metal``, MSL compiled by
-the Metal driver), library ops through ATen's MPS kernels. Whatever tessera cannot do degrades, with a
+(``compiler/host_program.py``). The target is the registry's for the inputs'
+device (``targets.for_device``): CPU tensors run this host's CPU code (x86,
+AArch64), CUDA tensors PTX kernels with cuDNN/cuBLAS through ATen, MPS tensors
+Metal kernels with ATen's MPS kernels for library ops. Whatever tessera cannot do degrades, with a
 warning, never an error in the user's program: a graph it cannot compile runs
 through the reference interpreter (torch calls), and a graph it cannot import
 runs as ATen, as captured.
@@ -24,14 +24,14 @@ from typing import Any
 import torch
 import torch.fx
 from functorch.compile import make_boxed_func
-
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from tessera.passes import FUSION_PIPELINES, OWN_CONV_KERNEL_PASSES, PIPELINES
-from tessera.runtime.layouts import Placement, in_layout
+from tessera.compiler.placements import in_layout, placement_of
 
+from . import targets
 from .capture import aot_backend
+from .codegen.errors import UnknownTarget
 from .context import make_context
 from .fx_import import import_graph
 from .host_program import HostProgram, build_host_program
@@ -47,11 +47,13 @@ log = logging.getLogger("tessera")
 class BackendOptions:
     """Options of ``torch.compile(..., backend="tessera", options={...})``."""
 
-    target: str = "x86"
+    target: str | None = None
+    """A target of the registry (``compilerctl targets``); ``None``: the one of the
+    tensors' device (this host's CPU target, ``ptx`` on CUDA, ``metal`` on MPS)."""
     print_ir: bool = False
     """Print each graph's ``tsr`` IR after the graph passes."""
     codegen: bool = True
-    """Compile kernels (x86 on CPU tensors, ptx on CUDA ones); ``False`` runs each graph through the reference interpreter."""
+    """Compile kernels; ``False`` runs each graph through the reference interpreter."""
     features: str | None = None
     """CPU features to generate code for (``+avx2,+fma``), or the GPU's sm (``sm_90``); ``None``: this host's / the device's."""
     disable: tuple[str, ...] = ()
@@ -59,7 +61,7 @@ class BackendOptions:
     conv_kernels: bool = True
     """Run convs on tessera's own kernels where the conv cost model prefers them (x86);
     ``False``: every conv on the library (oneDNN), without the fusion passes that shape
-    convs for the kernel (``OWN_CONV_KERNEL_PASSES``), to measure what the kernels buy."""
+    convs for the kernel (the target's ``own_conv_kernel_passes``), to measure what the kernels buy."""
     freezing: bool = False
     """Like Inductor's ``freezing``: values computed from weights (packed conv and
     GEMM weights, a folded BatchNorm) are kept while each weight's version
@@ -72,15 +74,20 @@ class BackendOptions:
     """Print each graph's :class:`GraphReport` (what ran as kernels, library calls, ATen) to stderr."""
 
     def __post_init__(self) -> None:
-        if self.target not in PIPELINES:
-            raise ValueError(f"tessera: unknown target '{self.target}', expected one of {sorted(PIPELINES)}")
+        if self.target is not None and self.target not in targets.names():
+            raise ValueError(f"tessera: unknown target '{self.target}', expected one of {list(targets.names())}")
         object.__setattr__(self, "disable", tuple(self.disable))
-        optional = [pass_name(p) for p in (*PIPELINES[self.target], *FUSION_PIPELINES[self.target])
+        target = self.target_for("cpu")
+        optional = [pass_name(p) for p in (*target.graph_pipeline(), *target.fusion_pipeline())
                     if p not in ("dce", "fuse-kernels")]
         unknown = sorted(set(self.disable) - set(optional))
         if unknown:
-            raise ValueError(f"tessera: cannot disable {unknown}: not in the {self.target} pipeline "
+            raise ValueError(f"tessera: cannot disable {unknown}: not in the {target.name} pipeline "
                              f"({', '.join(optional)})")
+
+    def target_for(self, device_type: str) -> targets.Target:
+        """The target of a graph whose tensors are on ``device_type``."""
+        return targets.get(self.target) if self.target is not None else targets.for_device(device_type)
 
     def pipeline(self) -> tuple[str, ...]:
         """The target's graph pipeline without the disabled passes, and without
@@ -89,10 +96,10 @@ class BackendOptions:
         the time of ResNet-18 at 64x64 on 1 thread); unfolded, the BatchNorm is
         a per-channel scale and shift fused into the kernel after the conv."""
         unfolded = () if self.freezing else ("fold-affine-into-conv",)
-        return without(PIPELINES[self.target], self.disable + unfolded)
+        return without(self.target_for("cpu").graph_pipeline(), self.disable + unfolded)
 
     @classmethod
-    def from_dict(cls, options: dict[str, Any] | None) -> "BackendOptions":
+    def from_dict(cls, options: dict[str, Any] | None) -> BackendOptions:
         options = dict(options or {})
         known = {f for f in cls.__dataclass_fields__}
         unknown = sorted(set(options) - known)
@@ -122,7 +129,7 @@ class GraphProgram:
         self._fallback = fallback
         self._strict = strict
         self._kind = kind
-        self._inputs = [(a.type, Placement.of(a.type) if isinstance(a.type, TensorType) else None)
+        self._inputs = [(a.type, placement_of(a.type) if isinstance(a.type, TensorType) else None)
                         for a in find_function(module).body.block.args]
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
@@ -147,15 +154,9 @@ class GraphProgram:
         return [None if none else next(values) for none in self.output_is_none]
 
 
-RUNS_ON = {"x86": "cpu", "ptx": "cuda", "metal": "mps"}
-"""The targets whose kernels tessera compiles and runs, and the device type they run on."""
-DEVICE_TARGET = {"cuda": "ptx", "mps": "metal"}
-"""The target of a graph whose tensors live on a GPU."""
-
-
 def graph_device(example_inputs) -> torch.device:
     """Where a graph runs: the device of its first GPU (CUDA, MPS) input, else the CPU."""
-    return next((x.device for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type in DEVICE_TARGET),
+    return next((x.device for x in example_inputs if isinstance(x, torch.Tensor) and x.device.type != "cpu"),
                 torch.device("cpu"))
 
 
@@ -163,11 +164,15 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
                        device: torch.device = torch.device("cpu")) -> HostProgram:
     """Fuse, lower, compile and load the kernels of a graph-optimized module:
     its host program (on ``device``: a CUDA device runs ptx kernels built for its sm)."""
-    from tessera.runtime import Device, compile_kernels
+    from tessera.runtime import Device
 
+    from .build import compile_kernels
     from .stages import fuse_kernels, lower_kernels
 
-    disable = options.disable + (() if options.conv_kernels else OWN_CONV_KERNEL_PASSES)
+    target = options.target_for(device.type)
+    options = dataclasses.replace(options, target=target.name)
+    own_conv = tuple(pass_name(p) for p in target.own_conv_kernel_passes)
+    disable = options.disable + (() if options.conv_kernels else own_conv)
     program_ir = lower_kernels(fuse_kernels(module, options.target, disable), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
     features = options.features
@@ -190,6 +195,8 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     It runs outside AOTAutograd's fake mode: what tessera builds at compile
     time (constants, packed weights) is made of real tensors."""
     report = GraphReport(kind)
+    if options.target is None:
+        options = dataclasses.replace(options, target=options.target_for(device.type).name)
     with unset_fake_temporarily():
         program = _compile(gm, options, report, device)
     publish(report, echo=options.report)
@@ -213,7 +220,7 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     run = None
     if not options.codegen:
         report.status, report.reason = INTERPRETER, "codegen=False"
-    elif RUNS_ON.get(options.target) != device.type:
+    elif not _runs_on(targets.get(options.target), device.type):
         report.status, report.reason = INTERPRETER, f"target {options.target} does not run on {device.type} tensors"
     else:
         try:
@@ -227,6 +234,11 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     return GraphProgram(result.module, result.output_is_none, run, gm.forward, options.strict, report.kind)
 
 
+def _runs_on(target: targets.Target, device_type: str) -> bool:
+    """Whether ``target``'s kernels run on tensors of ``device_type`` in this process."""
+    return target.device == device_type and (not isinstance(target, targets.CpuTarget) or target.runs_here())
+
+
 def _reason(e: Exception) -> str:
     """An exception as one line of a report."""
     text = str(e).strip().splitlines()
@@ -236,9 +248,11 @@ def _reason(e: Exception) -> str:
 def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any] | None = None):
     """The Dynamo backend registered as ``tessera``."""
     opts = BackendOptions.from_dict(options)
-    gpu_target = DEVICE_TARGET.get(graph_device(example_inputs).type)
-    if opts.target == "x86" and gpu_target:
-        opts = dataclasses.replace(opts, target=gpu_target)  # CUDA tensors: PTX kernels; MPS tensors: Metal
+    try:
+        # CPU tensors: this host's CPU target; CUDA tensors: PTX kernels; MPS tensors: Metal
+        opts = dataclasses.replace(opts, target=opts.target_for(graph_device(example_inputs).type).name)
+    except UnknownTarget:  # tensors on a device no target runs on: the interpreter gives eager's answer
+        opts = dataclasses.replace(opts, target=targets.host_cpu().name)
     try:
         return aot_backend(
             lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins)),

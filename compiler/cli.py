@@ -130,9 +130,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    from .stages import DEFAULT_STAGE, run_stages
+    from . import targets
+    from .stages import run_stages
 
-    upto = args.stage or DEFAULT_STAGE[args.target]
+    upto = args.stage or targets.get(args.target).default_stage
     outdir = Path(args.output) if args.output else None
     if outdir:
         try:
@@ -177,20 +178,23 @@ def cmd_passes(args: argparse.Namespace) -> int:
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
-    from .host import target_statuses
-    from .stages import IMPLEMENTED
+    from . import targets
+    from .stages import stage_names
 
     print(f"{'target':8} {'build':6} {'run':6} toolchain / device")
-    for t in target_statuses():
+    for target in targets.all_targets():
+        t = target.status()
         print(f"{t.target:8} {'yes' if t.can_build else 'no':6} {'yes' if t.can_run else 'no':6} {t.toolchain}; {t.run_note}")
-    for target, stages in IMPLEMENTED.items():
-        print(f"// {target} stages: {', '.join(stages)}")
+    for target in targets.all_targets():
+        print(f"// {target.name} stages: {', '.join(stage_names(target.name))}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .stages import TARGETS
+    from . import targets
 
+    TARGETS = targets.names()
+    default = targets.host_cpu().name
     p = argparse.ArgumentParser(prog="compilerctl", description="tessera compiler driver")
     p.add_argument("--traceback", action="store_true", help="show Python tracebacks of internal errors")
     sub = p.add_subparsers(dest="command", required=True)
@@ -204,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("dump", help="print or write the output of each compilation stage")
     s.add_argument("model")
-    s.add_argument("--target", choices=TARGETS, default="x86")
+    s.add_argument("--target", choices=TARGETS, default=default)
     g = s.add_mutually_exclusive_group()
     g.add_argument("--stage", help="the stage to print (default: asm on x86, else the last implemented)")
     g.add_argument("--all-stages", action="store_true")
@@ -224,11 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output")
     s.set_defaults(func=cmd_opt)
 
-    from .translate import EMITTERS, emit_kinds
+    from .translate import emit_kinds
 
     s = sub.add_parser("translate", help="a kernels module (the kernel stage) to LLVM IR, assembly, PTX, ...")
     s.add_argument("input", help="an .mlir file of tsr.kernel functions (or a kernel-stage dump), or - for stdin")
-    s.add_argument("--target", choices=sorted({t for t, _ in EMITTERS}), default="x86")
+    s.add_argument("--target", choices=TARGETS, default=default)
     s.add_argument("--emit", choices=emit_kinds(), required=True)
     s.add_argument("--features", help=FEATURES_HELP)
     s.add_argument("-o", "--output", help="output file (binary emits are written as bytes)")
@@ -246,9 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from tessera.runtime.errors import TesseraRuntimeError
+
     try:
         return args.func(args)
-    except TesseraError as e:
+    except (TesseraError, TesseraRuntimeError) as e:
         print(e, file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

@@ -7,32 +7,10 @@ Tools print ``str(err)`` and exit with status 1; no traceback reaches a user.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from tessera.dialects.diagnostics import Location, TesseraError
 
-
-@dataclass(frozen=True)
-class Location:
-    file: str
-    line: int = 0
-    col: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}" if self.line else self.file
-
-
-class TesseraError(Exception):
-    """Base of every error tessera reports to a user."""
-
-    def __init__(self, message: str, location: Location | None = None, context: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.location = location
-        self.context = context
-
-    def __str__(self) -> str:
-        where = f"{self.location}: " if self.location else ""
-        tail = f"\n{self.context}" if self.context else ""
-        return f"{where}error: {self.message}{tail}"
+__all__ = ["Location", "TesseraError", "ParseError", "VerificationError", "UnknownPassError", "ModelLoadError",
+           "ImportFailure", "UnsupportedStage"]
 
 
 class ParseError(TesseraError):

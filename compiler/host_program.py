@@ -8,7 +8,7 @@
 Each ``tsr.launch`` allocates its results in the layouts their types name and
 launches the compiled kernel (arguments: the launch's operands, then its
 results). A convolution the conv cost model gives tessera's own kernel
-(``codegen/conv/host.py``) is launched the same way after a step that packs
+(``targets/x86/conv/host.py``) is launched the same way after a step that packs
 its weight. Library ops are calls (``library_calls``): a convolution goes to oneDNN
 on the CPU in the layout the passes chose, ``tsr.int_mm``/``tsr.scaled_int_mm`` to tessera's exact
 int8 GEMM, ``tsr.addmm`` to MKL's packed GEMM, weights packed once per weight
@@ -34,9 +34,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
+from tessera.compiler.placements import in_layout, placement_of
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
-from tessera.runtime.layouts import Placement, in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program
 
@@ -114,12 +114,12 @@ class _Builder:
             kernel = self.kernels.kernel(op.callee.string_value())
             outs = [self.buffer(r) for r in op.outs]
             for b, r in zip(outs, op.outs):
-                self.steps.append(Alloc(b, r.type))
+                self.steps.append(Alloc(b, placement_of(r.type)))
             args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
             self.steps.append(Launch(kernel, args))
             self.result.report.kernels += 1
         elif isinstance(op, tsr.ConvOp):
-            from .codegen.conv.host import wants_tessera
+            from tessera.compiler.targets.x86.conv.host import wants_tessera
 
             if self.device.type == "cpu" and self.conv_kernels and wants_tessera(op):  # conv_kernel_model prefers tessera's kernel
                 self._launch_conv(op)
@@ -139,13 +139,13 @@ class _Builder:
     def _launch_conv(self, op: tsr.ConvOp) -> None:
         """``op`` on tessera's conv kernel: its weight packed by a step of its own
         (into a buffer no IR value names), then a launch like a fused kernel's."""
-        from .codegen.conv.host import conv_kernel
+        from tessera.compiler.targets.x86.conv.host import conv_kernel
 
         kernel, pack = conv_kernel(op, self.freezing)
         packed = self.new_buffer()
         self.steps.append(Call(pack, (self.operand(op.weight, op),), (packed,)))
         out = self.buffer(op.result)
-        self.steps.append(Alloc(out, op.result.type))
+        self.steps.append(Alloc(out, placement_of(op.result.type)))
         epilogue = tuple(self.operand(v, op) for v in op.epilogue)  # bias, then the residual
         self.steps.append(Launch(kernel, (self.operand(op.input, op), packed, *epilogue, out)))
         self.result.report.conv_kernels += 1
@@ -158,7 +158,7 @@ class _Builder:
             self.result.report.library[getattr(fn, "__name__", op.name)] += 1
         tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
         fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
-        types = [(r.type, Placement.of(r.type)) if isinstance(r.type, TensorType) else (r.type, None) for r in op.results]
+        types = [(r.type, placement_of(r.type)) if isinstance(r.type, TensorType) else (r.type, None) for r in op.results]
         fixups = self.result.layout_fixups
         where = f"{op.name} at {op_location(op)}"
 

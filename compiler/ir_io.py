@@ -18,7 +18,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove
-from xdsl.utils.exceptions import DiagnosticException, ParseError as XdslParseError
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.mlir_lexer import MLIRLexer
 
 from tessera.dialects.tsr.shapes import check_tensor_layout

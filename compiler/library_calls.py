@@ -139,14 +139,14 @@ _ONEDNN_DTYPES = (() if not _HAS_MKLDNN else
 
 class Int8Gemm:
     """``tsr.int_mm`` and ``tsr.scaled_int_mm`` through tessera's exact int8 GEMM
-    (``codegen/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
+    (``targets/x86/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
     with B packed once per weight version under ``freezing``, else per call (:class:`PackedWeight`), and, for
     ``scaled_int_mm``, the scale/bias epilogue in the GEMM's stores; the
     reference semantics through ATen where that path cannot run (another
     device, a CPU without AVX2)."""
 
     def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp, freezing: bool = False):
-        from .codegen.int8_gemm import can_run, int8_mm, pack_b_kernel, select_isa
+        from tessera.compiler.targets.x86.int8_gemm import can_run, int8_mm, pack_b_kernel, select_isa
 
         isa = select_isa()
         self.isa = isa if can_run(isa) else None

@@ -9,8 +9,9 @@ from xdsl.passes import PassPipeline, PassPipelineCallbackType
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from tessera.passes import PASSES, PIPELINES
+from tessera.passes import PASSES
 
+from . import targets  # noqa: F401 - registers each target's models with the passes (passes.target_models)
 from .errors import UnknownPassError
 
 
@@ -29,7 +30,7 @@ def build_pipeline(spec: str | Sequence[str], callback: PassPipelineCallbackType
             )
     try:
         passes = tuple(PASSES[s.name].from_pass_spec(s) for s in specs)
-    except Exception as e:  # bad option names or values
+    except Exception as e:  # noqa: BLE001 - bad option names or values: whatever the pass raises
         raise UnknownPassError(f"bad pass options in '{text}': {e}") from None
     return PassPipeline(passes, callback)
 
@@ -45,6 +46,10 @@ def without(pipeline: Sequence[str], names: Sequence[str]) -> tuple[str, ...]:
 
 
 def target_pipeline(target: str) -> tuple[str, ...]:
-    if target not in PIPELINES:
-        raise UnknownPassError(f"no pipeline for target '{target}'; targets: {', '.join(sorted(PIPELINES))}")
-    return PIPELINES[target]
+    """The graph pipeline of ``target`` (between the ``graph`` and ``graph-opt`` stages)."""
+    from .codegen.errors import UnknownTarget
+
+    try:
+        return targets.get(target).graph_pipeline()
+    except UnknownTarget:
+        raise UnknownPassError(f"no pipeline for target '{target}'; targets: {', '.join(targets.names())}") from None

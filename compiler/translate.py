@@ -6,93 +6,37 @@
 
 The input is a ``builtin.module`` of ``tsr.kernel`` functions (docs/kernel-ir.md),
 or a whole ``kernel``-stage dump (``// ----- host`` ... ``// ----- kernels``),
-of which the kernels part is read. What can be emitted is the table
-:data:`EMITTERS`, keyed by ``(target, emit)``; a new target adds rows:
-
-    EMITTERS[("metal", "msl")] = lambda kernels, features: ...
+of which the kernels part is read. It runs the driver's stages
+(``stages.py``) from ``kernel`` on: ``--emit`` names one of the target's
+stages after ``kernel`` (``llvm``, ``asm``, ``obj``, ``ptx``, ``cubin``, ``msl``, ...),
+so a new target's stages are emittable without a line here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from xdsl.dialects.builtin import ModuleOp
 
+from . import targets
 from .codegen.errors import CodegenError
 from .errors import Location, TesseraError
 from .ir_io import op_location, parse_module, verify_module
-
-Emitter = Callable[[ModuleOp, "str | None"], "str | bytes"]
-"""``emitter(kernels, features) -> text or bytes``."""
+from .stages import run_stages
+from .targets.llvm_stages import kernels_only
 
 KERNELS_MARKER = "// ----- kernels"
 
 
 class TranslateError(TesseraError):
-    """A ``(target, emit)`` pair that no emitter provides."""
+    """A ``(target, emit)`` pair that the target does not provide."""
 
 
-def _llvm(target: str) -> Emitter:
-    def emit(kernels: ModuleOp, features: str | None) -> str:
-        from .codegen import get_target, optimized_llvm_ir
-
-        return optimized_llvm_ir(kernels, get_target(target, features=features))
-
-    return emit
-
-
-def _assembly(target: str) -> Emitter:
-    def emit(kernels: ModuleOp, features: str | None) -> str:
-        from .codegen import assembly, get_target
-
-        return assembly(kernels, get_target(target, features=features))
-
-    return emit
-
-
-def _artifact(target: str) -> Emitter:
-    def emit(kernels: ModuleOp, features: str | None) -> bytes:
-        from .codegen import build_artifact, get_target
-
-        return build_artifact(kernels, get_target(target, features=features)).data
-
-    return emit
-
-
-def _cubin(kernels: ModuleOp, features: str | None) -> bytes:
-    from .codegen import assembly, get_target
-    from .codegen.ptxas import assemble
-
-    target = get_target("ptx", features=features)
-    return assemble(assembly(kernels, target), target.cpu)
-
-
-def _msl(kernels: ModuleOp) -> str:
-    from .codegen.msl import msl_source
-
-    return msl_source(kernels)
-
-
-def _metallib(kernels: ModuleOp) -> bytes:
-    from .codegen.msl.metallib import metallib_artifact
-
-    return metallib_artifact(kernels).data
-
-
-EMITTERS: dict[tuple[str, str], Emitter] = {
-    ("x86", "llvm"): _llvm("x86"),
-    ("x86", "asm"): _assembly("x86"),
-    ("x86", "obj"): _artifact("x86"),
-    ("ptx", "llvm"): _llvm("ptx"),
-    ("ptx", "ptx"): _assembly("ptx"),
-    ("ptx", "cubin"): _cubin,
-    ("metal", "msl"): lambda kernels, features: _msl(kernels),
-    ("metal", "metallib"): lambda kernels, features: _metallib(kernels),
-}
+def emits(target: str) -> tuple[str, ...]:
+    """What ``target`` can emit from a kernels module: its stages after ``kernel``."""
+    return targets.get(target).emits()
 
 
 def emit_kinds() -> list[str]:
-    return sorted({emit for _, emit in EMITTERS})
+    return sorted({e for t in targets.names() for e in emits(t)})
 
 
 def read_kernels(text: str, filename: str) -> ModuleOp:
@@ -124,13 +68,14 @@ def _check_kernels(module: ModuleOp) -> None:
 
 
 def translate(text: str, filename: str, target: str, emit: str, features: str | None = None) -> str | bytes:
-    """``text`` (a kernels module) as ``emit`` for ``target``."""
-    emitter = EMITTERS.get((target, emit))
-    if emitter is None:
-        known = ", ".join(e for t, e in EMITTERS if t == target) or "nothing"
-        raise TranslateError(f"target {target} cannot emit '{emit}'; it emits: {known}")
+    """``text`` (a kernels module) as ``emit`` for ``target``: the driver's stages
+    from ``kernel`` on, up to ``emit``."""
+    if emit not in emits(target):
+        raise TranslateError(f"target {target} cannot emit '{emit}'; it emits: {', '.join(emits(target))}")
     try:
-        return emitter(read_kernels(text, filename), features)
+        kernels = read_kernels(text, filename)
+        out = run_stages(kernels_only(kernels), target, upto=emit, features=features, start_at="kernel")[emit]
+        return out.data if out.data is not None else out.text
     except TesseraError as e:
         if e.location is None:
             e.location = Location(filename)

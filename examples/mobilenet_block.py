@@ -4,7 +4,7 @@
     compilerctl import examples/mobilenet_block.py
 
 Its convs are the classes oneDNN serves least well relative to tessera's own
-kernel (``compiler/conv_kernel_model.py``): 1x1 convs and a depthwise one.
+kernel (``compiler/targets/x86/conv_kernel_model.py``): 1x1 convs and a depthwise one.
 ``example()`` gives a 1x8x9x9 NCHW input (expansion 6: 48 hidden channels).
 """
 

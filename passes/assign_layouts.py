@@ -1,5 +1,5 @@
 """``assign-layouts{target=x86}``: picks each convolution's layout from the target's
-cost model (``compiler/conv_layout_model.py``) and makes the IR say so.
+cost model (the target's table in ``target_models``) and makes the IR say so.
 
 A conv that should run channels-last gets its input and weight relayouted to
 ``nhwc``/``ndhwc``, computes in that layout, and hands its users the layout
@@ -32,10 +32,11 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tessera.compiler.conv_layout_model import RULES, ConvShape, prefers_channels_last
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, identity, layout_of, with_layout
 from tessera.dialects.tsr.shapes import shape_of
+
+from .target_models import ConvShape, prefers_channels_last, target_models
 
 BOUNDARIES = ("eager", "free")
 
@@ -52,12 +53,11 @@ def _relayouted(v: SSAValue, perm: tuple[int, ...], before: tsr.ConvOp) -> SSAVa
 class AssignLayouts(ModulePass):
     name = "assign-layouts"
 
-    target: str = "x86"
+    target: str
     boundary: str = "eager"
 
     def __post_init__(self) -> None:
-        if self.target not in RULES:
-            raise ValueError(f"target must be one of {', '.join(RULES)}, got '{self.target}'")
+        target_models(self.target)  # a ValueError naming the known targets
         if self.boundary not in BOUNDARIES:
             raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}, got '{self.boundary}'")
 

@@ -10,7 +10,7 @@ writes its result in the layout it is read in:
 tessera's conv kernel broadcasts one input scalar per (pixel, input channel),
 so it reads NCHW/NCDHW input as well as channels-last; the relayout kernel's
 read and write of the whole input go away. The conv kernel cost model
-(``compiler/conv_kernel_model.py``, contiguous-input rules, measured end to
+(``targets/x86/conv_kernel_model.py``, contiguous-input rules, measured end to
 end by ``bench/conv_layout_folds.py``) says where that beats the program with
 the relayout a kernel of its own: 2-D convs with 16-64 input channels per
 group, typically a network's first conv after an NCHW input.
@@ -25,7 +25,7 @@ after the conv (2-D convs):
     // becomes
     %z = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nchw>>
 
-x86 fusion pipeline, before the epilogue fusions.
+The fusion pipeline of a target with its own conv kernel (x86), before the epilogue fusions.
 """
 
 from __future__ import annotations
@@ -47,32 +47,37 @@ from xdsl.pattern_rewriter import (
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
+from .target_models import own_kernel_conv, target_models
 
 
-def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute) -> tsr.ConvOp | None:
-    """``conv`` reading ``input`` and giving ``result_type``, where tessera's kernel would compute it."""
-    from tessera.compiler.codegen.conv.host import own_kernel_conv
-
+def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, target: str) -> tsr.ConvOp | None:
+    """``conv`` reading ``input`` and giving ``result_type``, where the target's own kernel would compute it."""
     if conv.residual_input is not None and result_type != conv.result.type:
         return None  # the residual is in the result's layout
-    return own_kernel_conv(input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
+    return own_kernel_conv(target, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
 
 
+@dataclass
 class FoldRelayoutIntoConvInput(RewritePattern):
+    target: str
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.ConvOp, rewriter: PatternRewriter) -> None:
         relayout = op.input.owner
-        folded = _folded(op, relayout.input, op.result.type) if isinstance(relayout, tsr.RelayoutOp) else None
+        folded = _folded(op, relayout.input, op.result.type, self.target) if isinstance(relayout, tsr.RelayoutOp) else None
         if folded is not None:
             replace_by_conv(rewriter, op, folded, [] if relayout.result.has_more_than_one_use() else [relayout])
 
 
+@dataclass
 class FoldRelayoutIntoConvResult(RewritePattern):
+    target: str
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.RelayoutOp, rewriter: PatternRewriter) -> None:
         conv = op.input.owner
         if isinstance(conv, tsr.ConvOp) and conv.result.has_one_use():
-            folded = _folded(conv, conv.input, op.result.type)
+            folded = _folded(conv, conv.input, op.result.type, self.target)
             if folded is not None:
                 replace_by_conv(rewriter, op, folded, [conv])
 
@@ -80,7 +85,11 @@ class FoldRelayoutIntoConvResult(RewritePattern):
 @dataclass(frozen=True)
 class FoldRelayoutsIntoConvs(ModulePass):
     name = "fold-relayouts-into-convs"
+    target: str
+
+    def __post_init__(self) -> None:
+        target_models(self.target)  # a ValueError naming the known targets
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(GreedyRewritePatternApplier([FoldRelayoutIntoConvInput(),
-                                                          FoldRelayoutIntoConvResult()])).rewrite_module(op)
+        patterns = [FoldRelayoutIntoConvInput(self.target), FoldRelayoutIntoConvResult(self.target)]
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

@@ -8,8 +8,8 @@ before the activation ``fuse-conv-epilogues`` may put there next):
     // becomes
     %s = tsr.conv %x, %w, %b, %r {..., residual} : (...) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
 
-In the x86 fusion pipeline only (``passes.FUSION_PIPELINES``), and there only
-where tessera's conv kernel computes the conv (``conv_kernel_model``), whose
+In the fusion pipeline of a target with its own conv kernel (x86), and there only
+where that kernel computes the conv (the target's ``own_conv_kernel`` model), whose
 epilogue adds the residual in registers as it stores. oneDNN's binary
 post-op was measured 1-3% slower end to end than leaving the add to the
 kernel after the conv (ResNet block, 1x64x56x56, 2 threads, five runs of
@@ -19,7 +19,7 @@ kernel after the conv (ResNet block, 1x64x56x56, 2 threads, five runs of
 add it in an ATen kernel of its own: their pipelines leave the pass out.
 
 Where tessera's kernel would compute the conv writing the add's layout
-(the contiguous-output rules of ``conv_kernel_model``), the conv writes it
+(the target's contiguous-output rules), the conv writes it
 and reads the residual as it is: ``add(conv_nhwc, x_nchw) -> nchw`` becomes
 one conv with an NCHW result and residual, and no relayout at all.
 
@@ -48,6 +48,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
+from .target_models import own_kernel_conv, target_models
 
 
 def _bare_conv(v: SSAValue) -> tsr.ConvOp | None:
@@ -70,22 +71,15 @@ def _in_layout(v: SSAValue, t: Attribute, before: Operation) -> SSAValue | None:
     return None
 
 
-def _own_kernel(conv: tsr.ConvOp) -> bool:
-    from tessera.compiler.codegen.conv.host import wants_tessera
-
-    return wants_tessera(conv)
-
-
-def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.ConvOp, r: SSAValue) -> bool:
+def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.ConvOp, r: SSAValue,
+                          target: str) -> bool:
     """Fuses ``add(conv, r)`` into a conv that writes the add's layout (not the conv's),
     reading ``r`` as it is, where tessera's kernel computes that conv: a ResNet
     shortcut ``add(conv_nhwc, x_nchw) -> nchw`` becomes one kernel, no relayout."""
-    from tessera.compiler.codegen.conv.host import own_kernel_conv
-
     t = add.result.type
     if r.type != t or t == conv.result.type or t.get_shape() != conv.result.type.get_shape():
         return False
-    fused = own_kernel_conv(conv.input, conv.weight, conv.bias, r, t, conv.properties)
+    fused = own_kernel_conv(target, conv.input, conv.weight, conv.bias, r, t, conv.properties)
     if fused is None:
         return False
     replace_by_conv(rewriter, add, fused, [conv])
@@ -94,6 +88,7 @@ def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.C
 
 @dataclass
 class FuseConvResidual(RewritePattern):
+    target: str
     all_convs: bool = False
 
     @op_type_rewrite_pattern
@@ -103,9 +98,10 @@ class FuseConvResidual(RewritePattern):
             conv = _bare_conv(y) if y is not r else None
             if conv is None or not isinstance(r.type, TensorType):
                 continue
-            if _writes_in_add_layout(rewriter, op, conv, r):
+            if _writes_in_add_layout(rewriter, op, conv, r, self.target):
                 return
-            if not (self.all_convs or _own_kernel(conv)):
+            chooser = target_models(self.target).own_conv_kernel
+            if not (self.all_convs or (chooser is not None and chooser(conv))):
                 continue
             t = conv.result.type
             if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()
@@ -123,7 +119,11 @@ class FuseConvResidual(RewritePattern):
 @dataclass(frozen=True)
 class FuseConvResiduals(ModulePass):
     name = "fuse-conv-residuals"
+    target: str
     all_convs: bool = False
 
+    def __post_init__(self) -> None:
+        target_models(self.target)  # a ValueError naming the known targets
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseConvResidual(self.all_convs)).rewrite_module(op)
+        PatternRewriteWalker(FuseConvResidual(self.target, self.all_convs)).rewrite_module(op)

@@ -61,8 +61,8 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from tessera.compiler.errors import TesseraError
 from tessera.dialects import tsr
+from tessera.dialects.diagnostics import TesseraError
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS

@@ -1,8 +1,11 @@
 """tessera's runtime: one interface for every device.
 
-    from tessera.runtime import compile_kernels, Device, Program
-    module = compile_kernels(kernels_module)         # emitter -> object (cached) -> Device("cpu").load
+    from tessera.runtime import Device, Program
+    module = Device("cpu").load(artifact)            # an artifact the compiler built (compiler/build.py)
     module.kernel("fused_0")(x, out)                 # checked against its KernelSignature
+
+The runtime knows neither the IR nor the compiler: it runs artifacts on
+tensors in plain placements (dtype, shape, strides).
 
 Modules: ``signature`` (what a kernel expects), ``artifact`` (compiled code +
 signatures), ``device``/``cpu`` (loading and launching), ``kernel``/``module``,
@@ -18,7 +21,7 @@ _EXPORTS = {
     "Artifact": "artifact", "BufferSpec": "signature", "KernelSignature": "signature",
     "CompileCache": "cache", "Device": "device", "Kernel": "kernel", "Module": "module",
     "RuntimeOptions": "options", "Program": "program", "Alloc": "program", "Launch": "program",
-    "Call": "program", "compile_kernels": "compile", "compile_artifact": "compile",
+    "Call": "program",
 }
 
 

@@ -19,13 +19,19 @@ _MAGIC = b"TSRA1\n"
 @dataclass(frozen=True)
 class Artifact:
     target: str
-    """``x86``, ``ptx``, ``metal``."""
+    """The name of the target that built it (the runtime only reports it)."""
     kind: str
     """``obj``, ``ptx``, ``cubin``, ``msl`` (Metal source, ASCII), ``metallib``."""
     data: bytes
     signatures: tuple[KernelSignature, ...]
     target_key: str = ""
-    """The target's CPU/features string (what the code requires of the machine)."""
+    """``name|triple|cpu|features|...``: what the code requires of the machine."""
+
+    @property
+    def triple(self) -> str:
+        """The LLVM triple the code was built for ("" when not recorded)."""
+        parts = self.target_key.split("|")
+        return parts[1] if len(parts) > 1 else ""
 
     def signature(self, name: str) -> KernelSignature | None:
         return next((s for s in self.signatures if s.name == name), None)

@@ -42,8 +42,11 @@ class LoadedObject:
 
     def __init__(self, artifact: Artifact):
         _init_llvm()
-        if artifact.target != "x86" or artifact.kind != "obj":
-            raise LoadError(f"the cpu device loads x86 objects, not {artifact.target}/{artifact.kind}")
+        if artifact.kind != "obj":
+            raise LoadError(f"the cpu device loads objects, not {artifact.target}/{artifact.kind}")
+        arch = llvm.get_process_triple().split("-")[0]
+        if artifact.triple and artifact.triple.split("-")[0] != arch:
+            raise LoadError(f"the object was built for {artifact.triple}; this process runs {arch} code")
         missing = sorted(set(artifact.required_features) - host_features())
         if missing:
             raise LoadError(f"this CPU lacks features the code was built for: {', '.join(missing)}")
@@ -108,7 +111,7 @@ def launchers(code: LoadedObject, signatures: Sequence, threads: int) -> dict[st
     from tessera.runtime import openmp
 
     parallel = openmp.Trampolines([(code.address(s.name), len(s.args)) for s in signatures]) if openmp.available() else None
-    out = {}
+    out: dict[str, Callable[[Sequence[int], int], None]] = {}
     for index, sig in enumerate(signatures):
         fn, total = code.function(sig.name, len(sig.args)), sig.grid_size
 
@@ -120,6 +123,6 @@ def launchers(code: LoadedObject, signatures: Sequence, threads: int) -> dict[st
             else:
                 run_chunks(fn, pointers, total, chunks, threads)
 
-        launch.trampolines = parallel  # keeps the trampolines' code alive with the launchers
+        launch.trampolines = parallel  # type: ignore[attr-defined] # keeps the trampolines' code alive
         out[sig.name] = launch
     return out

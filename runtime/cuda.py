@@ -91,7 +91,7 @@ class LoadedModule:
     """A CUmodule in the primary context of one device; unloaded when collected."""
 
     def __init__(self, artifact: Artifact, device: torch.device):
-        if artifact.target != "ptx" or artifact.kind not in ("ptx", "cubin"):
+        if artifact.kind not in ("ptx", "cubin"):
             raise LoadError(f"the cuda device loads ptx/cubin artifacts, not {artifact.target}/{artifact.kind}")
         self.driver = driver = _driver()
         self.index = torch.cuda.current_device() if device.index is None else device.index

@@ -4,13 +4,15 @@
     Device("cuda").load(ptx_artifact).kernel("fused_0")(x_cuda, out_cuda)
     Device("mps").load(msl_artifact).kernel("fused_0")(x_mps, out_mps)
 
-Each device kind is a row of :data:`BACKENDS`: the code generation target whose
-artifacts it loads and its loader, ``"module:function"`` with
-``function(artifact, device, options) -> Module``; the loader's module may
+Each device kind is a row of :data:`BACKENDS`: its loader, ``"module:function"``
+with ``function(artifact, device, options) -> Module``; the loader's module may
 define ``unavailable_reason(device) -> str | None`` (why it cannot run here).
 A new device is one row; its module is imported only when that device is used:
 
-    "mps": Backend("metal", "tessera.runtime.mps:load"),
+    "mps": Backend("tessera.runtime.mps:load"),
+
+Which target builds a device's artifacts is the compiler's knowledge (its
+target registry), not the runtime's.
 """
 
 from __future__ import annotations
@@ -31,22 +33,26 @@ KNOWN = ("cpu", "cuda", "mps")
 
 @dataclass(frozen=True)
 class Backend:
-    target: str
-    """The ``compiler.codegen`` target whose artifacts this device loads."""
     loader: str | None
     """``"module:function"`` that loads an artifact (None: kernels cannot run on this device yet)."""
 
+    def _loader(self) -> tuple[str, str]:
+        if self.loader is None:
+            raise UnsupportedDevice("this device has no loader")
+        module, _, function = self.loader.partition(":")
+        return module, function
+
     def module(self):
-        return importlib.import_module(self.loader.partition(":")[0])
+        return importlib.import_module(self._loader()[0])
 
     def load(self, artifact: Artifact, device: torch.device, options: RuntimeOptions) -> Module:
-        return getattr(self.module(), self.loader.partition(":")[2])(artifact, device, options)
+        return getattr(self.module(), self._loader()[1])(artifact, device, options)
 
 
 BACKENDS: dict[str, Backend] = {
-    "cpu": Backend("x86", "tessera.runtime.device:load_cpu"),
-    "cuda": Backend("ptx", "tessera.runtime.cuda:load"),
-    "mps": Backend("metal", "tessera.runtime.mps:load"),
+    "cpu": Backend("tessera.runtime.device:load_cpu"),
+    "cuda": Backend("tessera.runtime.cuda:load"),
+    "mps": Backend("tessera.runtime.mps:load"),
 }
 
 
@@ -72,17 +78,12 @@ class Device:
     def __repr__(self) -> str:
         return f"Device({str(self.torch_device)!r})"
 
-    @property
-    def target(self) -> str:
-        """The code generation target whose artifacts this device loads."""
-        return self.backend.target
-
     def load(self, artifact: Artifact) -> Module:
         return self.backend.load(artifact, self.torch_device, self.options)
 
 
 def load_cpu(artifact: Artifact, device: torch.device, options: RuntimeOptions) -> Module:
-    """The cpu loader: an x86 object linked into this process, kernels run on OpenMP's threads."""
+    """The cpu loader: an object linked into this process, kernels run on OpenMP's threads."""
     from tessera.runtime import cpu
 
     code = cpu.LoadedObject(artifact)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -16,7 +17,7 @@ from tessera.runtime.layouts import same_strides
 from tessera.runtime.options import RuntimeOptions
 from tessera.runtime.signature import KernelSignature
 
-Launcher = Callable[[Sequence[int], int], None]
+Launcher = Callable[[Any, int], None]
 """``launcher(pointers, chunks)`` runs the whole grid split into ``chunks`` ranges. A device
 whose launch API binds tensors, not addresses (``mps``), is given the checked tensors instead
 (``Kernel(..., takes_tensors=True)``)."""

@@ -3,7 +3,7 @@
     module = mps.load(Artifact(target="metal", kind="msl", data=source, signatures=...), torch.device("mps"))
     module.kernel("fused_0")(x_mps, out_mps)     # lib.fused_0(x, out, threads=[prod(grid)])
 
-An ``msl`` artifact (MSL source from ``compiler.codegen.msl``) is compiled at load
+An ``msl`` artifact (MSL source from ``compiler.targets.metal.msl``) is compiled at load
 time by ``torch.mps.compile_shader``; a ``metallib`` one (``xcrun metal``) is loaded
 with ``torch.mps.load_metallib``. Either returns a library whose kernels torch
 launches on its own command queue: each tensor binds to the ``[[buffer(i)]]`` of
@@ -24,7 +24,7 @@ from tessera.runtime.module import Module
 from tessera.runtime.options import RuntimeOptions
 
 MAX_BUFFERS = 31
-"""Metal's buffer argument table (``compiler.codegen.msl.MAX_BUFFERS``)."""
+"""Metal's buffer argument table (``compiler.targets.metal.msl.MAX_BUFFERS``)."""
 
 
 def unavailable_reason(device: torch.device) -> str | None:
@@ -35,7 +35,7 @@ def unavailable_reason(device: torch.device) -> str | None:
 
 
 def _library(artifact: Artifact):
-    if artifact.target != "metal" or artifact.kind not in ("msl", "metallib"):
+    if artifact.kind not in ("msl", "metallib"):
         raise LoadError(f"the mps device loads Metal source or metallibs, not {artifact.target}/{artifact.kind}")
     try:
         if artifact.kind == "msl":

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from tessera.runtime.errors import LoadError
+
 _I32, _I64, _PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 
 
@@ -118,4 +120,7 @@ class Trampolines:
     def run(self, index: int, pointers: Sequence[int], total: int, threads: int) -> None:
         """Runs kernel ``index``'s ``[0, total)`` split over ``threads`` OpenMP threads."""
         ctx = (ctypes.c_void_p * (1 + len(pointers)))(total, *pointers)
-        _gomp().GOMP_parallel(self.addresses[index], ctypes.addressof(ctx), threads, 0)
+        gomp = _gomp()
+        if gomp is None:
+            raise LoadError("libgomp is not loaded")
+        gomp.GOMP_parallel(self.addresses[index], ctypes.addressof(ctx), threads, 0)

@@ -1,7 +1,7 @@
 """A compiled graph: buffer allocations, kernel launches and ATen calls, in order.
 
     prog = Program(
-        steps=[Alloc(2, tensor_type),            # buffer 2 in the layout tensor_type names
+        steps=[Alloc(2, placement),              # buffer 2: a Placement (dtype, shape, strides)
                Launch(kernel, (0, 2)),           # kernel(x=buf0, out=buf2)
                Call(torch.relu, (2,), (3,))],    # buf3 = relu(buf2)
         inputs=(0,), outputs=(3,))
@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
-from xdsl.dialects.builtin import TensorType
 
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import Kernel
@@ -34,7 +33,7 @@ from tessera.runtime.layouts import Placement
 @dataclass(frozen=True)
 class Alloc:
     buffer: int
-    type: TensorType
+    placement: Placement
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,7 @@ class Call:
 Step = Alloc | Launch | Call
 
 
-def _placement(ttype: TensorType) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
-    p = Placement.of(ttype)
+def _placement(p: Placement) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
     return p.shape, p.strides, p.dtype
 
 
@@ -128,7 +126,7 @@ class Program:
             if b not in keep:
                 free[i].append(b)
         object.__setattr__(self, "_free_after", tuple(tuple(f) for f in free))
-        object.__setattr__(self, "_alloc", {s.buffer: _placement(s.type) for s in self.steps if isinstance(s, Alloc)})
+        object.__setattr__(self, "_alloc", {s.buffer: _placement(s.placement) for s in self.steps if isinstance(s, Alloc)})
         object.__setattr__(self, "_checked", [None])  # the inputs of the last run whose launches were checked
         object.__setattr__(self, "_outputs", frozenset(self.outputs))
         launched = {b for step in self.steps if isinstance(step, Launch) for b in step.args}

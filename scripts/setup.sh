@@ -16,3 +16,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"
 fi
+
+# The AArch64 target's execution test runs its kernels under qemu-aarch64, linked by a cross
+# compiler (Debian's packages). Installed where this runs as root with apt; the test skips
+# with its reason elsewhere.
+if ! command -v qemu-aarch64 >/dev/null || ! command -v aarch64-linux-gnu-gcc >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get install -y -q qemu-user gcc-aarch64-linux-gnu >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q qemu-user gcc-aarch64-linux-gnu >/dev/null 2>&1; }) \
+      || echo "setup: qemu-user/gcc-aarch64-linux-gnu not installed: the AArch64 execution test will skip" >&2
+  fi
+fi

@@ -20,9 +20,9 @@ from typing import Any
 
 from llvmlite import ir
 
+from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.codegen.pipeline import optimize
-from tessera.compiler.codegen.target import Target
-from tessera.compiler.codegen.x86 import X86Target
+from tessera.compiler.targets.x86.codegen import X86Target
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.signature import KernelSignature
 
@@ -33,7 +33,7 @@ class KernelFamily:
     """The portable LLVM feature string of an instruction path."""
     check_features: Callable[[str, str], None]
     """Raises unless a feature string enables the path's instructions."""
-    module: Callable[[Any, Target], ir.Module]
+    module: Callable[[Any, LlvmTarget], ir.Module]
     signature: Callable[[Any], KernelSignature]
 
     def target(self, isa: str, features: str | None = None, cpu: str | None = None) -> X86Target:

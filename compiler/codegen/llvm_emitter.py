@@ -5,7 +5,7 @@
  ->
     define void @k(ptr noalias %arg0, ptr noalias %arg1, i64 %lo, i64 %hi) nounwind { ... }
 
-The target (``target.Target``) supplies the entry signature and the walk over
+The target (``target.LlvmTarget``) supplies the entry signature and the walk over
 the grid; this module emits everything inside one grid point: ``scf.for`` as a
 counted loop whose ``iter_args`` are phis, ``scf.if`` as a diamond with phis,
 and ``arith``/``math``/``memref`` ops through their lowering tables.
@@ -24,14 +24,14 @@ from tessera.compiler.codegen import lower_arith, lower_math, lower_memref, lowe
 from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module
-from tessera.compiler.codegen.target import Target
+from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.codegen.types import I64, llvm_type
 from tessera.compiler.ir_io import op_location
 
 LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS, **lower_vector.LOWERINGS}
 
 
-def emit_module(kernels: ModuleOp, target: Target, name: str = "tessera_kernels") -> ir.Module:
+def emit_module(kernels: ModuleOp, target: LlvmTarget, name: str = "tessera_kernels") -> ir.Module:
     """An LLVM module with one entry function per ``tsr.kernel`` function."""
     module = ir.Module(name=name)
     module.triple = target.triple
@@ -45,7 +45,7 @@ class KernelEmitter:
     """Emits one kernel. ``b`` is the current builder; ``values`` maps SSA
     values of the kernel IR to LLVM values."""
 
-    def __init__(self, module: ir.Module, target: Target, form: KernelForm):
+    def __init__(self, module: ir.Module, target: LlvmTarget, form: KernelForm):
         self.module = module
         self.target = target
         self.form = form

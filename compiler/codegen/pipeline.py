@@ -16,11 +16,11 @@ from xdsl.dialects.builtin import ModuleOp
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.kernel_form import kernel_signatures
 from tessera.compiler.codegen.llvm_emitter import emit_module
-from tessera.compiler.codegen.target import Target, init_llvm
+from tessera.compiler.codegen.llvm_target import LlvmTarget, init_llvm
 from tessera.runtime.artifact import Artifact
 
 
-def llvm_ir(kernels: ModuleOp, target: Target) -> str:
+def llvm_ir(kernels: ModuleOp, target: LlvmTarget) -> str:
     """Unoptimized LLVM IR text of every kernel."""
     return str(emit_module(kernels, target))
 
@@ -40,7 +40,7 @@ def link_llvm_ir(texts: Sequence[str]) -> str:
     return str(linked)
 
 
-def optimize(ir_text: str, target: Target, level: int = 3) -> llvm.ModuleRef:
+def optimize(ir_text: str, target: LlvmTarget, level: int = 3) -> llvm.ModuleRef:
     """Parses and verifies ``ir_text``, then runs LLVM's default ``O<level>``
     pipeline (loop and SLP vectorizers on) with the target's cost model."""
     init_llvm()
@@ -59,15 +59,15 @@ def optimize(ir_text: str, target: Target, level: int = 3) -> llvm.ModuleRef:
     return mod
 
 
-def optimized_llvm_ir(kernels: ModuleOp, target: Target) -> str:
+def optimized_llvm_ir(kernels: ModuleOp, target: LlvmTarget) -> str:
     return str(optimize(llvm_ir(kernels, target), target))
 
 
-def assembly(kernels: ModuleOp, target: Target) -> str:
+def assembly(kernels: ModuleOp, target: LlvmTarget) -> str:
     return target.emit_assembly(optimize(llvm_ir(kernels, target), target))
 
 
-def build_artifact(kernels: ModuleOp, target: Target) -> Artifact:
+def build_artifact(kernels: ModuleOp, target: LlvmTarget) -> Artifact:
     """The target's artifact (x86: an ELF object) with every kernel's signature."""
     signatures = tuple(kernel_signatures(kernels))
     data = target.emit_artifact(optimize(llvm_ir(kernels, target), target))

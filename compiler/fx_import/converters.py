@@ -32,6 +32,8 @@ from tessera.dialects.tsr.shapes import i64_array
 if TYPE_CHECKING:
     from .importer import FxImporter
 
+from .types import tensor_type
+
 aten = torch.ops.aten
 prims = torch.ops.prims
 
@@ -53,8 +55,6 @@ def converts(*targets: Any):
 
 
 def rtype(node) -> TensorType:
-    from .importer import tensor_type
-
     return tensor_type(node.meta["val"])
 
 
@@ -334,8 +334,6 @@ def _var(imp, node, x, dims=None, *, correction=None, keepdim=False):
 
 @converts(aten.var_mean.correction)
 def _var_mean(imp, node, x, dims=None, *, correction=None, keepdim=False):
-    from .importer import tensor_type
-
     var_t, mean_t = (tensor_type(v) for v in node.meta["val"])
     rank = len(node.args[0].meta["val"].shape)
     props = {"dims": i64_array(_norm_dims(dims, rank)), "keepdim": BoolAttr.from_bool(bool(keepdim))}

@@ -27,45 +27,21 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     ModuleOp,
-    NoneType,
     StringAttr,
-    TensorType,
     f64,
     i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from tessera.dialects.tsr import AtenCallOp, ConstantOp, LayoutAttr, dtypes
-from tessera.dialects.tsr.layout import perm_from_strides
+from tessera.dialects.tsr import AtenCallOp, ConstantOp
 
 from .. import aten_args
 from ..errors import ImportFailure
 from .converters import CONVERTERS, NotConvertible
+from .types import tensor_type, value_type
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def tensor_type(val: Any) -> TensorType:
-    """The ``tsr`` type of a (fake) tensor: shape, dtype and layout from strides."""
-    if not isinstance(val, torch.Tensor):
-        raise ImportFailure(f"expected a tensor, got {type(val).__name__} (dynamic shapes are not supported)")
-    shape = []
-    for s in val.shape:
-        if not isinstance(s, int):
-            raise ImportFailure(f"symbolic size {s} (dynamic shapes are not supported)")
-        shape.append(s)
-    strides = val.stride() if val.layout == torch.strided else None
-    perm = perm_from_strides(shape, strides) if strides is not None else tuple(range(len(shape)))
-    try:
-        elem = dtypes.to_mlir(val.dtype)
-    except dtypes.UnsupportedDtype as e:
-        raise ImportFailure(str(e)) from None
-    return TensorType(elem, shape, LayoutAttr(perm))
-
-
-def value_type(val: Any) -> Attribute:
-    return NoneType() if val is None else tensor_type(val)
 
 
 @dataclass

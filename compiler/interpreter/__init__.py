@@ -16,7 +16,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 
-from tessera.runtime.layouts import in_layout
+from tessera.compiler.placements import in_layout
 
 from ..errors import TesseraError
 from ..ir_io import op_location

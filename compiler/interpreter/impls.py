@@ -289,8 +289,9 @@ def _aten_call(op, env, *operands):
 def _fused(op, env, *inputs):
     """Runs the body op by op, as the interpreter runs a function: each result
     is stored in the layout and dtype its type declares."""
-    from tessera.runtime.layouts import in_layout
     from xdsl.dialects.builtin import TensorType
+
+    from tessera.compiler.placements import in_layout
 
     values: dict = dict(zip(op.body.block.args, inputs))
     for inner in op.body.block.ops:

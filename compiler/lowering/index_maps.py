@@ -91,7 +91,7 @@ def pad(kb: KernelBuilder, idx: Index, low: Sequence[int], high: Sequence[int],
     computed unconditionally and the pad value selected where out of bounds."""
     cond: SSAValue | None = None
     out = []
-    for d, (i, lo, hi, n) in enumerate(zip(idx, low, high, src)):
+    for i, lo, hi, n in zip(idx, low, high, src):
         j = kb.sub(i, lo)
         if lo > 0:
             below = kb.cmp("slt", j, 0)

@@ -26,3 +26,6 @@ TSR = Dialect(
     [*CORE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *POLYPHASE_OPS, *FUSED_OPS],
     [LayoutAttr, OperandRefAttr, TorchEnumAttr],
 )
+
+__reexported__ = (FusedOp, LaunchOp, YieldOp, PolyphaseDim, PolyphaseInterleaveOp, PolyphaseWeightOp)
+"""Op classes used as ``tsr.FusedOp`` & co. (the star imports above bring the rest)."""

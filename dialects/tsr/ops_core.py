@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     NoneType,
     StringAttr,
@@ -28,7 +29,6 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.dialects.builtin import IntAttr
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
@@ -74,7 +74,7 @@ class ConstantOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
     @classmethod
-    def parse(cls, parser: Parser) -> "ConstantOp":
+    def parse(cls, parser: Parser) -> ConstantOp:
         pos = parser.pos
         value = parser.parse_attribute()
         if not isinstance(value, (FloatAttr, IntegerAttr, DenseIntOrFPElementsAttr)):

@@ -15,7 +15,6 @@ Result layouts are free: a kernel may write any dim order.
 
 from __future__ import annotations
 
-
 from xdsl.dialects.builtin import StringAttr, TensorType, i1
 from xdsl.ir import Attribute
 from xdsl.irdl import (
@@ -164,7 +163,7 @@ class CmpOp(IRDLOperation):
         printer.print_function_type([self.lhs.type, self.rhs.type], [self.result.type])
 
     @classmethod
-    def parse(cls, parser) -> "CmpOp":
+    def parse(cls, parser) -> CmpOp:
         pos = parser.pos
         pred = parser.parse_identifier()
         if pred not in CMP_PREDICATES:
@@ -179,8 +178,8 @@ class CmpOp(IRDLOperation):
         ftype = parser.parse_function_type()
         if len(ftype.outputs.data) != 1:
             parser.raise_error("tsr.cmp has one result", tpos, parser.pos)
-        l, r = parser.resolve_operands([lhs, rhs], ftype.inputs.data, tpos)
-        op = cls(pred, l, r, ftype.outputs.data[0])
+        lv, rv = parser.resolve_operands([lhs, rhs], ftype.inputs.data, tpos)
+        op = cls(pred, lv, rv, ftype.outputs.data[0])
         op.attributes |= attrs
         return op
 

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     i8,
     i32,
 )
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -31,7 +32,6 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.ir import SSAValue
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -124,7 +124,7 @@ class ConvOp(IRDLOperation):
         check_values_layouts(list(self.operands) + [self.result], "conv")
         if self.activation_name() not in (None, *CONV_ACTIVATIONS):
             raise VerifyException(f"activation must be one of {', '.join(CONV_ACTIVATIONS)}, got \"{self.activation_name()}\"")
-        if not len(self.epilogue) - (self.residual is not None) in (0, 1):
+        if len(self.epilogue) - (self.residual is not None) not in (0, 1):
             raise VerifyException(f"takes an optional bias{' and the residual' if self.residual else ''} after the weight, "
                                   f"got {len(self.epilogue)} more operands")
         if self.residual_input is not None and self.residual_input.type != self.result.type:

@@ -43,7 +43,6 @@ from xdsl.utils.exceptions import VerifyException
 from .shapes import I64Array, check_values_layouts, expect_rank, expect_same_elem, expect_shape, ints, numel, shape_of
 
 
-
 @dataclass(frozen=True)
 class PolyphaseDim:
     """One spatial dim of ``conv(upsample(x, scale), kernel, padding)`` with

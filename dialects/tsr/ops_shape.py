@@ -31,7 +31,6 @@ from .shapes import (
 )
 
 
-
 @irdl_op_definition
 class PadOp(IRDLOperation):
     """Constant pad: ``low[d]``/``high[d]`` elements of ``value`` before/after dim d

@@ -43,7 +43,7 @@ from tessera.compiler.interpreter.impls import IMPLS
 from tessera.dialects import tsr
 from tessera.dialects.tsr.dtypes import ui8
 from tessera.dialects.tsr.layout import strides_for
-from tessera.runtime.layouts import in_layout
+from tessera.compiler.placements import in_layout
 
 _SCALAR_OPS = {
     *(f"arith.{n}" for n in (

@@ -19,7 +19,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from tessera.compiler.ir_io import parse_module, verify_module
-from tessera.runtime import compile_kernels
+from tessera.compiler.build import compile_kernels
 from tessera.runtime.module import Module
 
 

@@ -209,7 +209,7 @@ def test_complex_ops_run_as_aten_calls_in_a_compiled_graph():
 
 
 def test_unknown_target_is_a_clear_value_error():
-    with pytest.raises(ValueError, match=r"unknown target 'nope', expected one of \['metal', 'ptx', 'x86'\]"):
+    with pytest.raises(ValueError, match=r"unknown target 'nope', expected one of \['aarch64', 'metal', 'ptx', 'x86'\]"):
         BackendOptions.from_dict({"target": "nope"})
     with pytest.raises(ValueError, match=r"unknown options \['colour'\]"):
         BackendOptions.from_dict({"colour": "blue"})
@@ -307,7 +307,7 @@ def test_library_convs_return_the_layout_their_types_name(channels):
     from tessera.compiler.context import make_context
     from tessera.compiler.fx_import import import_graph
     from tessera.compiler.pass_pipeline import build_pipeline
-    from tessera.passes import PIPELINES
+    from tessera.compiler import targets
 
     from pass_testing import random_inputs
 
@@ -315,7 +315,7 @@ def test_library_convs_return_the_layout_their_types_name(channels):
     model = torch.nn.Sequential(torch.nn.Conv2d(channels, channels, 3, padding=1), torch.nn.SiLU()).eval()
     x = torch.randn(1, channels, 6, 6)
     module = import_graph(capture(model, (x,)).forward[0]).module
-    build_pipeline(PIPELINES["x86"]).apply(make_context(), module)
+    build_pipeline(targets.get("x86").graph_pipeline()).apply(make_context(), module)
     host = compile_kernels_of(module, BackendOptions())
     with torch.no_grad():
         host(*random_inputs(module))

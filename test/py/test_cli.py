@@ -172,7 +172,7 @@ def test_unknown_pass():
 
 
 def test_passes_and_targets_list():
-    from tessera.passes import PIPELINES
+    from tessera.compiler import targets
 
     proc = run("passes", "--pipeline", "x86")
-    assert proc.returncode == 0 and proc.stdout.strip() == ",".join(PIPELINES["x86"]), (proc.stdout, proc.stderr)
+    assert proc.returncode == 0 and proc.stdout.strip() == ",".join(targets.get("x86").graph_pipeline()), (proc.stdout, proc.stderr)

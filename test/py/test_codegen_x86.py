@@ -9,11 +9,11 @@ import re
 import pytest
 import torch
 
+from tessera.compiler.targets import codegen_target
 from tessera.compiler.codegen import (
     CodegenError,
     UnknownTarget,
     assembly,
-    get_target,
     kernel_signatures,
     llvm_ir,
     optimized_llvm_ir,
@@ -105,7 +105,7 @@ def test_reduction_with_iter_args():
 
 
 def test_reassoc_maps_to_llvm_fast_math_and_vectorizes():
-    target = get_target("x86", features="+avx2,+fma")
+    target = codegen_target("x86", features="+avx2,+fma")
     fast = optimized_llvm_ir(parse_kernels(row_sum_kernel(True)), target)
     strict = optimized_llvm_ir(parse_kernels(row_sum_kernel(False)), target)
     assert "fadd reassoc float" in llvm_ir(parse_kernels(row_sum_kernel(True)), target)
@@ -267,7 +267,7 @@ def test_erf_special_values():
 
 def test_math_expansions_are_inline_and_vectorized():
     """No libm call in an f32 exp/tanh/erf/log loop; the loop is widened to ymm."""
-    target = get_target("x86", features="+avx2,+fma")
+    target = codegen_target("x86", features="+avx2,+fma")
     for op in ("math.exp", "math.log", "math.tanh", "math.erf"):
         asm = assembly(parse_kernels(unary_kernel(op, 4096)), target)
         assert not re.search(r"\bcall", asm), f"{op} calls out: {re.findall(r'call.*', asm)[:3]}"
@@ -404,11 +404,11 @@ def test_f64_math_calls_libm():
 
 def test_x86_abi_and_avx512_assembly():
     module = parse_kernels(unary_kernel("math.exp", 4096))
-    ir = llvm_ir(module, get_target("x86", features="+avx2,+fma"))
+    ir = llvm_ir(module, codegen_target("x86", features="+avx2,+fma"))
     assert re.search(r'define void @"?unary"?\(ptr noalias %"?arg0"?, ptr noalias %"?arg1"?, i64 %"?lo"?, i64 %"?hi"?\)', ir)
-    avx512 = assembly(module, get_target("x86", features="+avx512f"))
+    avx512 = assembly(module, codegen_target("x86", features="+avx512f"))
     assert "zmm" in avx512
-    avx2 = assembly(module, get_target("x86", features="+avx2,+fma"))
+    avx2 = assembly(module, codegen_target("x86", features="+avx2,+fma"))
     assert "ymm" in avx2 and "zmm" not in avx2
 
 
@@ -436,11 +436,11 @@ def test_contract_violations_are_typed_errors():
     %s = math.sin %v : f32
     memref.store %s, %y[%i0] : {t}""")
     with pytest.raises(CodegenError, match="'math.sin' is not supported") as err:
-        llvm_ir(parse_kernels(sin), get_target("x86", features="+avx2"))
+        llvm_ir(parse_kernels(sin), codegen_target("x86", features="+avx2"))
     assert err.value.location is not None and err.value.location.line > 0
     with pytest.raises(CodegenError, match="no function with the 'tsr.kernel'"):
         kernel_signatures(parse_kernels(""))
     with pytest.raises(UnknownTarget):
-        get_target("riscv")
+        codegen_target("riscv")
     with pytest.raises(UnknownTarget):
-        get_target("x86", features="avx2")
+        codegen_target("x86", features="avx2")

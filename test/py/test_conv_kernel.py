@@ -1,4 +1,4 @@
-"""tessera's channels-last fp32 conv kernels (compiler/codegen/conv) against eager
+"""tessera's channels-last fp32 conv kernels (compiler/targets/x86/conv) against eager
 ``F.conv2d``/``F.conv3d`` (+ residual, activation) on random inputs, for both
 vector paths (AVX-512 zmm and AVX2 ymm) where this CPU runs them; odd spatial
 sizes, 1x1 / 3x3 / 3x3x3 / 5x5 windows, stride 2, dilation 2, groups,
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tessera.compiler.codegen.conv import (
+from tessera.compiler.targets.x86.conv import (
     CONV_ISAS,
     ConvIsaUnavailable,
     ConvOperandMismatch,
@@ -24,8 +24,8 @@ from tessera.compiler.codegen.conv import (
     pack_weight,
     spec_for,
 )
-from tessera.compiler.codegen.conv.isa import isa_of_features
-from tessera.compiler.codegen.conv.tiling import choose_tiling
+from tessera.compiler.targets.x86.conv.isa import isa_of_features
+from tessera.compiler.targets.x86.conv.tiling import choose_tiling
 from tessera.compiler.errors import TesseraError
 
 from conftest import record_launches
@@ -220,8 +220,8 @@ def test_kernel_runs_split_across_threads():
 
 
 def test_cost_model_rules():
-    from tessera.compiler.conv_kernel_model import prefers_tessera, rule_for
-    from tessera.compiler.conv_layout_model import ConvShape
+    from tessera.compiler.targets.x86.conv_kernel_model import prefers_tessera, rule_for
+    from tessera.passes.target_models import ConvShape
 
     def shape(**kw):
         base = dict(spatial=2, dtype="f32", in_channels=128, out_channels=128, groups=1, kernel=(3, 3), stride=(1, 1))
@@ -237,9 +237,9 @@ def test_cost_model_rules():
 
 def test_cost_model_decides_by_the_measured_gain(monkeypatch):
     """tessera's kernel exactly where the class's speedup over oneDNN reaches MIN_GAIN."""
-    import tessera.compiler.conv_kernel_model as model
-    from tessera.compiler.conv_kernel_model import MIN_GAIN, prefers_tessera
-    from tessera.compiler.conv_layout_model import ConvShape, Rule
+    import tessera.compiler.targets.x86.conv_kernel_model as model
+    from tessera.compiler.targets.x86.conv_kernel_model import MIN_GAIN, prefers_tessera
+    from tessera.passes.target_models import ConvShape, Rule
 
     conv = ConvShape(2, "f32", 64, 64, 1, (3, 3), (1, 1))
     for speedup, expected in ((MIN_GAIN - 0.01, False), (MIN_GAIN, True), (1.5, True)):
@@ -249,7 +249,7 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
 
 def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
     """Every x86 conv on tessera's kernel (reading and writing NCHW too, unless not ``contiguous_input``)."""
-    import tessera.compiler.codegen.conv.host as host
+    import tessera.compiler.targets.x86.conv.host as host
 
     if host._host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")

@@ -13,7 +13,7 @@ from tessera.compiler.fx_import import import_graph
 from tessera.compiler.interpreter import interpret
 from tessera.compiler.ir_io import verify_module
 from tessera.dialects.tsr import AtenCallOp
-from tessera.runtime.layouts import is_in_layout
+from tessera.compiler.placements import is_in_layout
 
 from conftest import (
     CONV_EXAMPLES,

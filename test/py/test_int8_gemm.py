@@ -1,4 +1,4 @@
-"""The exact int8 GEMM (compiler/codegen/int8_gemm): results equal an int64
+"""The exact int8 GEMM (compiler/targets/x86/int8_gemm): results equal an int64
 torch reference bit for bit, on random and adversarial inputs, for every
 instruction path this CPU runs; paths it lacks are checked as assembly and
 skipped at run time."""
@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 
-from tessera.compiler.codegen.int8_gemm import (
+from tessera.compiler.targets.x86.int8_gemm import (
     ISAS,
     Int8GemmSpec,
     InvalidSpec,
@@ -27,7 +27,7 @@ from tessera.compiler.codegen.int8_gemm import (
     pack_b_kernel,
     select_isa,
 )
-from tessera.compiler.codegen.int8_gemm.isa import cpuinfo_flags, get_isa
+from tessera.compiler.targets.x86.int8_gemm.isa import cpuinfo_flags, get_isa
 from tessera.runtime.device import Device
 
 GEN = torch.Generator().manual_seed(0)

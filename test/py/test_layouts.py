@@ -20,7 +20,7 @@ from tessera.dialects.tsr.layout import (
     perm_from_strides,
     strides_for,
 )
-from tessera.runtime.layouts import allocate, in_layout, is_in_layout
+from tessera.compiler.placements import allocate, in_layout, is_in_layout
 
 SETTINGS = settings(max_examples=60, deadline=None)
 

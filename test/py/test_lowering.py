@@ -183,12 +183,13 @@ def test_transpose_tiles_off_without_a_width():
 
 @pytest.mark.parametrize("features", ["+avx512f", "+avx2,+fma"])
 def test_transpose_tiles_assemble_to_shuffles_not_gathers(features):
-    from tessera.compiler.codegen import assembly, get_target
+    from tessera.compiler.codegen import assembly
+    from tessera.compiler.targets import codegen_target
 
     x, y = T((1, 64, 56, 56), layout="nhwc"), T((1, 64, 56, 56))
     program = lower_to_kernels(fuse(parse(fn(f"%x: {x}", y, f"""
   %r = tsr.relayout %x : ({x}) -> {y}""", "%r"))), transpose_tile=8)
-    asm = assembly(program.kernels, get_target("x86", features=features))
+    asm = assembly(program.kernels, codegen_target("x86", features=features))
     assert "gather" not in asm and "scatter" not in asm
     assert re.search(r"\bv(permt2ps|unpck[lh]ps|shufps|perm2f128|permps)\b", asm), "an in-register transpose"
 

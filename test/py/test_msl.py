@@ -20,10 +20,11 @@ from xdsl.dialects import func
 
 from tessera.compiler.capture import capture
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.msl import MAX_BUFFERS, msl_artifact, print_msl
-from tessera.compiler.codegen.msl.metallib import ToolchainMissing, build_metallib, xcrun_path
-from tessera.compiler.codegen.msl.types import BFLOAT, FLOAT, HALF, INT, LONG, literal
-from tessera.compiler.stages import DEFAULT_STAGE, run_stages, stage_names
+from tessera.compiler.targets.metal.msl import MAX_BUFFERS, msl_artifact, print_msl
+from tessera.compiler.targets.metal.msl.metallib import ToolchainMissing, build_metallib, xcrun_path
+from tessera.compiler.targets.metal.msl.types import BFLOAT, FLOAT, HALF, INT, LONG, literal
+from tessera.compiler import targets
+from tessera.compiler.stages import run_stages, stage_names
 from tessera.runtime.kernel import Kernel
 from tessera.runtime.options import RuntimeOptions
 
@@ -360,7 +361,7 @@ def test_literals_are_typed_and_rounded_once():
 
 
 def msl_char():
-    from tessera.compiler.codegen.msl.types import CHAR
+    from tessera.compiler.targets.metal.msl.types import CHAR
 
     return CHAR
 
@@ -408,7 +409,7 @@ def test_artifact_carries_source_and_signatures():
 # -- stages and packaging ---------------------------------------------------------------------------
 def test_metal_stages_print_msl_and_skip_metallib_without_xcrun():
     assert stage_names("metal") == ("fx", "graph", "graph-opt", "fused", "kernel", "msl", "metallib")
-    assert DEFAULT_STAGE["metal"] == "msl"
+    assert targets.get("metal").default_stage == "msl"
     mod = load_example_module("mlp")
     model, args = mod.example()
     (gm,) = capture(model, args, training=False).forward

@@ -107,8 +107,8 @@ func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {tensor_type(Y
   %a = tsr.relu %y : ({tensor_type(Y)}) -> {tensor_type(Y)}
   func.return %a : {tensor_type(Y)}
 }}"""
-    assert ops(fuse_kernels(parse(text)), tsr.ConvOp)[0].activation_name() == "relu"
-    assert ops(fuse_kernels(parse(text), disable=("fuse-conv-epilogues",)), tsr.ConvOp)[0].activation is None
+    assert ops(fuse_kernels(parse(text), "x86"), tsr.ConvOp)[0].activation_name() == "relu"
+    assert ops(fuse_kernels(parse(text), "x86", disable=("fuse-conv-epilogues",)), tsr.ConvOp)[0].activation is None
 
 
 def test_activation_of_a_conv_used_twice_stays():

@@ -38,7 +38,7 @@ func.func @forward(%x: {xr}, %w: {w}, %b: {T([8], elem)}) -> {xr} {{
 
 
 def test_residual_in_the_convs_layout_becomes_its_epilogue():
-    after = check_pass(parse(block()), "fuse-conv-residuals{all_convs=true},fuse-conv-epilogues")
+    after = check_pass(parse(block()), "fuse-conv-residuals{target=x86 all_convs=true},fuse-conv-epilogues")
     (conv,) = ops(after, tsr.ConvOp)
     assert conv.residual_input is not None and conv.residual_input is conv.parent_block().args[0]
     assert conv.activation_name() == "relu" and not ops(after, tsr.AddOp) and not ops(after, tsr.ReluOp)
@@ -48,7 +48,7 @@ def test_residual_in_the_convs_layout_becomes_its_epilogue():
 def test_residual_through_the_relayout_the_graph_has(elem):
     """ResNet's shortcut: x arrives NCHW and is relayouted for the first conv; the
     add reads that relayout, and the result goes back NCHW through a relayout."""
-    after = check_pass(parse(block(elem, residual_layout="nchw")), "fuse-conv-residuals{all_convs=true},fuse-conv-epilogues")
+    after = check_pass(parse(block(elem, residual_layout="nchw")), "fuse-conv-residuals{target=x86 all_convs=true},fuse-conv-epilogues")
     (conv,) = ops(after, tsr.ConvOp)
     assert isinstance(conv.residual_input.owner, tsr.RelayoutOp)
     assert conv.activation_name() == "relu"
@@ -66,7 +66,7 @@ func.func @forward(%x: {x}, %w: {w}, %r: {r}) -> {r} {{
   %s = tsr.add %y, %r : ({y}, {r}) -> {r}
   func.return %s : {r}
 }}"""
-    after = check_pass(parse(text), "fuse-conv-residuals{all_convs=true}")
+    after = check_pass(parse(text), "fuse-conv-residuals{target=x86 all_convs=true}")
     assert ops(after, tsr.AddOp) and ops(after, tsr.ConvOp)[0].residual is None
 
 
@@ -78,17 +78,17 @@ func.func @forward(%x: {T(X, "f32", "nhwc")}, %w: {T(W, "f32", "nhwc")}, %c: {b}
   %s = tsr.add %y, %c : ({y}, {b}) -> {y}
   func.return %s : {y}
 }}"""
-    assert not ops(check_pass(parse(text), "fuse-conv-residuals{all_convs=true}"), tsr.ConvOp)[0].residual
+    assert not ops(check_pass(parse(text), "fuse-conv-residuals{target=x86 all_convs=true}"), tsr.ConvOp)[0].residual
     activated = block().replace("%s = tsr.add %y, %x", "%yr = tsr.relu %y : ({y}) -> {y}\n  %s = tsr.add %yr, %x".format(
         y=T(Y, "f32", "nhwc")))
-    after = check_pass(parse(activated), "fuse-conv-epilogues,fuse-conv-residuals{all_convs=true}")
+    after = check_pass(parse(activated), "fuse-conv-epilogues,fuse-conv-residuals{target=x86 all_convs=true}")
     assert ops(after, tsr.AddOp), "add(relu(conv), x) is not relu(conv + x)"
 
 
 def test_x86_fuses_residuals_where_tesseras_kernel_computes_the_conv(monkeypatch):
     """tessera's kernel adds the residual as it stores; oneDNN's binary post-op
     measured slower than the add in the next kernel; GPU convs go through ATen."""
-    import tessera.compiler.codegen.conv.host as host
+    import tessera.compiler.targets.x86.conv.host as host
     from tessera.compiler.stages import fuse_kernels
 
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: False)  # oneDNN computes it
@@ -115,7 +115,7 @@ func.func @forward(%x: {x}, %w: {w}, %r: {T(Y)}) -> {y} {{
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_onednn_adds_the_residual(act, dtype):
     text = block(act="relu").replace("tsr.relu", f"tsr.{act or 'relu'}")
-    after = apply_pass(parse(text), "fuse-conv-residuals{all_convs=true}" + (",fuse-conv-epilogues" if act else ""))
+    after = apply_pass(parse(text), "fuse-conv-residuals{target=x86 all_convs=true}" + (",fuse-conv-epilogues" if act else ""))
     (conv,) = ops(after, tsr.ConvOp)
     call = OneDnnConv(conv)
     g = torch.Generator().manual_seed(0)

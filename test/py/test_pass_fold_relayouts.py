@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tessera.compiler.codegen.conv import host
+from tessera.compiler.targets.x86.conv import host
 from tessera.dialects import tsr
 
 from conftest import record_launches
@@ -43,14 +43,14 @@ def kernel_host():
 
 
 def test_conv_reads_nchw_input_directly(kernel_host):
-    after = check_pass(parse(graph(32)), "fold-relayouts-into-convs")
+    after = check_pass(parse(graph(32)), "fold-relayouts-into-convs{target=x86}")
     (conv,) = ops(after, tsr.ConvOp)
     assert conv.input is conv.parent_block().args[0]
     assert not ops(after, tsr.RelayoutOp) and conv.activation_name() == "relu" and conv.bias is not None
 
 
 def test_relayout_with_other_users_stays(kernel_host):
-    after = check_pass(parse(graph(32, reuse=True)), "fold-relayouts-into-convs")
+    after = check_pass(parse(graph(32, reuse=True)), "fold-relayouts-into-convs{target=x86}")
     (conv,) = ops(after, tsr.ConvOp)
     (relayout,) = ops(after, tsr.RelayoutOp)
     assert conv.input is relayout.input and {type(u.operation) for u in relayout.result.uses} == {tsr.AddOp}
@@ -59,7 +59,7 @@ def test_relayout_with_other_users_stays(kernel_host):
 @pytest.mark.parametrize("cin,elem", [(8, "f32"), (128, "f32"), (32, "bf16")])
 def test_kept_where_the_cost_model_says_the_relayout_pays(kernel_host, cin, elem):
     """Fewer than 16 or more than 64 input channels, or not f32: the relayout stays."""
-    after = check_pass(parse(graph(cin, elem=elem)), "fold-relayouts-into-convs")
+    after = check_pass(parse(graph(cin, elem=elem)), "fold-relayouts-into-convs{target=x86}")
     (conv,) = ops(after, tsr.ConvOp)
     assert isinstance(conv.input.owner, tsr.RelayoutOp)
 
@@ -95,14 +95,14 @@ func.func @forward(%x: {x}, %w: {w}, %b: {T([32], elem)}) -> {z} {{
 
 
 def test_conv_writes_nchw_output_directly(kernel_host):
-    after = check_pass(parse(_conv_then_relayout(32)), "fold-relayouts-into-convs")
+    after = check_pass(parse(_conv_then_relayout(32)), "fold-relayouts-into-convs{target=x86}")
     (conv,) = ops(after, tsr.ConvOp)
     assert not ops(after, tsr.RelayoutOp) and conv.result.type == conv.parent_block().last_op.operands[0].type
     assert host.kernel_layout(conv.result) == "contiguous" and conv.activation_name() == "silu"
 
 
 def test_output_relayout_kept_where_the_cost_model_says_it_pays(kernel_host):
-    after = check_pass(parse(_conv_then_relayout(8)), "fold-relayouts-into-convs")  # < 16 input channels
+    after = check_pass(parse(_conv_then_relayout(8)), "fold-relayouts-into-convs{target=x86}")  # < 16 input channels
     assert ops(after, tsr.RelayoutOp) and host.kernel_layout(ops(after, tsr.ConvOp)[0].result) == "channels_last"
 
 
@@ -116,7 +116,7 @@ func.func @forward(%x: {x}, %y1: {y}, %w: {w}) -> {x} {{
   %r = tsr.relu %s : ({x}) -> {x}
   func.return %r : {x}
 }}"""
-    after = check_pass(parse(text), "fuse-conv-residuals,fuse-conv-epilogues")
+    after = check_pass(parse(text), "fuse-conv-residuals{target=x86},fuse-conv-epilogues")
     (conv,) = ops(after, tsr.ConvOp)
     assert conv.residual_input is conv.parent_block().args[0] and conv.result.type == conv.residual_input.type
     assert conv.activation_name() == "relu" and not ops(after, tsr.RelayoutOp) and not ops(after, tsr.AddOp)

@@ -16,18 +16,18 @@ from xdsl.dialects import func
 from xdsl.ir import BlockArgument
 
 from tessera.compiler.capture import capture
-from tessera.compiler.conv_layout_model import MIN_GAIN, ConvShape, Rule, prefers_channels_last, rule_for
+from tessera.passes.target_models import MIN_GAIN, ConvShape, Rule, prefers_channels_last, rule_for
 from tessera.compiler.fx_import import import_graph
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
-from tessera.passes import PIPELINES
+from tessera.compiler import targets
 from tessera.passes.hoist_relayouts import moved_dims
 
 from conftest import example
 from pass_testing import apply_pass, assert_same_outputs, check_pass, function_names, parse, tensor_type
 
 LIT = Path(__file__).resolve().parents[1] / "lit" / "passes"
-PIPELINE_SPECS = {t: ",".join(p) for t, p in PIPELINES.items()}
+PIPELINE_SPECS = {t.name: ",".join(t.graph_pipeline()) for t in targets.all_targets()}
 
 
 # --- each pass on its lit cases ---------------------------------------------------------------
@@ -77,11 +77,14 @@ def test_cost_model_classifies_convs():
 
 def test_cost_model_decides_by_the_measured_gain(monkeypatch):
     """Channels-last exactly when the class's speedup reaches MIN_GAIN."""
-    import tessera.compiler.conv_layout_model as model
+    import dataclasses
+
+    import tessera.passes.target_models as model
 
     conv = ConvShape(2, "f32", 64, 64, 1, (3, 3), (1, 1))
     for speedup, expected in ((MIN_GAIN - 0.01, False), (MIN_GAIN, True), (2.0, True), (0.5, False)):
-        monkeypatch.setitem(model.RULES, "x86", (Rule("t", lambda c: True, speedup),))
+        table = (Rule("t", lambda c: True, speedup),)
+        monkeypatch.setitem(model._MODELS, "x86", dataclasses.replace(model._MODELS["x86"], conv_layouts=table))
         assert prefers_channels_last("x86", conv) is expected, speedup
 
 

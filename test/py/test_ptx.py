@@ -25,17 +25,19 @@ import torch
 
 from conftest import EXAMPLE_NAMES, assert_close, example, outputs_list, placeholder_inputs
 from tessera.compiler.capture import capture
-from tessera.compiler.codegen import get_target, kernel_signatures, llvm_ir
+from tessera.compiler.targets import codegen_target
+from tessera.compiler.codegen import kernel_signatures, llvm_ir
 from tessera.compiler.codegen.errors import CodegenError, UnknownTarget
-from tessera.compiler.codegen.nvptx import BLOCK_SIZE, NVPTX_TRIPLE, NVPTXTarget, thread_per_point
-from tessera.compiler.codegen.ptxas import PtxasError, assemble
-from tessera.compiler.codegen.x86 import X86_TRIPLE, host_cpu_and_features
-from tessera.compiler.host import ptxas_path
+from tessera.compiler.codegen.gpu import thread_per_point
+from tessera.compiler.targets.nvptx.codegen import BLOCK_SIZE, NVPTX_TRIPLE, NVPTXTarget
+from tessera.compiler.targets.nvptx.ptxas import PtxasError, assemble
+from tessera.compiler.targets.x86.codegen import X86_TRIPLE, host_cpu_and_features
+from tessera.compiler.targets.nvptx.ptxas import ptxas_path
 from tessera.compiler.host_program import build_host_program
 from tessera.compiler.stages import run_stages
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.kernel import Kernel
-from tessera.runtime.layouts import in_layout
+from tessera.compiler.placements import in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.options import RuntimeOptions
 
@@ -185,7 +187,7 @@ def run_emulated(program, gm, seed: int = 0):
 # -- target ---------------------------------------------------------------------------------------
 def test_target_names_the_gpu():
     assert (NVPTXTarget().cpu, NVPTXTarget().features) == ("sm_80", "")
-    t = get_target("ptx", features="sm_90,+ptx80")
+    t = codegen_target("ptx", features="sm_90,+ptx80")
     assert (t.name, t.cpu, t.features, t.triple) == ("ptx", "sm_90", "+ptx80", "nvptx64-nvidia-cuda")
     assert t.cache_key() != NVPTXTarget().cache_key()
     assert NVPTXTarget(cpu="sm_90").cpu == "sm_90"
@@ -212,7 +214,7 @@ def test_example_kernels_assemble_with_ptxas(name):
         if not list(program.kernels.ops):
             continue  # a graph of library calls only (the int8 GEMM)
         for sm in SMS:
-            target = get_target("ptx", features=sm)
+            target = codegen_target("ptx", features=sm)
             ptx = target.emit_assembly(_optimized(program.kernels, target))
             assert f".target {sm}" in ptx and ".entry" in ptx
             assert _undefined_calls(ptx) == []
@@ -237,7 +239,7 @@ def test_f64_transcendentals_are_refused_not_left_as_calls():
 
     kernels = parse_kernels(unary_kernel("math.exp", 8, "f64"))
     with pytest.raises(CodegenError, match="no math library.*@exp"):
-        get_target("ptx").emit_artifact(_optimized(kernels, get_target("ptx")))
+        codegen_target("ptx").emit_artifact(_optimized(kernels, codegen_target("ptx")))
 
 
 # -- numerics of the emitted NVPTX code (emulated on this CPU) ---------------------------------------
@@ -372,13 +374,13 @@ def _run_double(fn, args):
 def test_gpu_kernels_match_cpu(full_fp32):
     import copy
 
-    from tessera.runtime import Device, compile_kernels
+    from tessera.compiler.build import compile_kernels
+    from tessera.runtime import Device
     from tessera.runtime.cuda import device_sm
 
     program = ptx_kernel_stage("video_vae_block")[0]
     gm = example_graphs("video_vae_block")[0]
     dev = Device("cuda")
-    assert dev.target == "ptx"
     module = compile_kernels(program.kernels, "ptx", device_sm(torch.device("cuda")), cache=None, device=dev)
     host = build_host_program(program.host, module, device=torch.device("cuda"))
     inputs = placeholder_inputs(gm)

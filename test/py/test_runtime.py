@@ -12,7 +12,9 @@ import pytest
 import torch
 from xdsl.dialects.builtin import TensorType, f32
 
-from tessera.compiler.codegen import build_artifact, get_target
+from tessera.compiler.build import compile_artifact, compile_kernels
+from tessera.compiler.codegen import build_artifact
+from tessera.compiler.targets import codegen_target
 from tessera.dialects.tsr.layout import LayoutAttr
 from tessera.runtime import (
     Alloc,
@@ -23,9 +25,8 @@ from tessera.runtime import (
     Launch,
     Program,
     RuntimeOptions,
-    compile_artifact,
-    compile_kernels,
 )
+from tessera.compiler.placements import placement_of
 from tessera.runtime.cache import cache_key
 from tessera.runtime.cpu import split
 from tessera.runtime.errors import KernelNotFound, LoadError, ProgramError, SignatureMismatch, UnsupportedDevice
@@ -194,14 +195,14 @@ def test_devices():
 
 
 def test_artifact_round_trip_and_load_checks():
-    art = build_artifact(parse_kernels(scale_kernel()), get_target("x86"))
+    art = build_artifact(parse_kernels(scale_kernel()), codegen_target("x86"))
     again = Artifact.from_bytes(art.to_bytes())
     assert again == art
     with pytest.raises(ValueError):
         Artifact.from_bytes(art.to_bytes()[:20])
-    with pytest.raises(LoadError, match="x86 objects"):
+    with pytest.raises(LoadError, match="the cpu device loads objects, not ptx"):
         Device("cpu").load(Artifact("ptx", "ptx", b"", ()))
-    alien = Artifact("x86", "obj", art.data, art.signatures, "x86|t|cpu|+notafeature|None")
+    alien = Artifact("x86", "obj", art.data, art.signatures, "x86|x86_64-unknown-linux-gnu|cpu|+notafeature|None")
     with pytest.raises(LoadError, match="notafeature"):
         Device("cpu").load(alien)
 
@@ -284,7 +285,7 @@ def test_cache_dir_option_read_once(monkeypatch, tmp_path):
 # -- programs ------------------------------------------------------------------------------
 def test_program_allocs_launches_calls_and_frees(scale_module):
     k = scale_module.kernel("scale")
-    nhwc = TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1)))
+    nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
     seen: list[weakref.ref] = []
 
     def watch(t):
@@ -306,7 +307,7 @@ def test_program_reuses_its_intermediate_buffers_when_no_one_holds_them(scale_mo
     """An allocated intermediate is written again on the next run (same memory),
     but not while an output of an earlier run still views it; results stay right."""
     k = scale_module.kernel("scale")
-    nhwc = TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1)))
+    nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
     refs = []
 
     def relu(t):
@@ -347,7 +348,7 @@ def test_program_checks_launches_again_when_its_inputs_change(scale_module, monk
     """Launches skip the signature check only on inputs like those of the last
     checked run: new strides are checked (and refused), the same ones are not."""
     k = scale_module.kernel("scale")
-    nhwc = TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1)))
+    nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
     prog = Program(steps=[Alloc(2, nhwc), Launch(k, (0, 1, 2))], inputs=(0, 1), outputs=(2,))
     checks = []
     check = type(k).check

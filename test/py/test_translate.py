@@ -7,8 +7,8 @@ import pytest
 
 from kernel_testing import kernel, memref
 from tessera.compiler.cli import main
-from tessera.compiler.host import ptxas_path
-from tessera.compiler.translate import EMITTERS, KERNELS_MARKER, TranslateError, translate
+from tessera.compiler.targets.nvptx.ptxas import ptxas_path
+from tessera.compiler.translate import KERNELS_MARKER, TranslateError, emits, translate
 
 SCALE = kernel("scale", [("x", memref([4, 8], "f32")), ("y", memref([4, 8], "f32"))], [1], [4, 8], """
     %two = arith.constant 2.0 : f32
@@ -70,12 +70,20 @@ def test_bad_input_is_a_located_diagnostic(tmp_path, capsys, text, message):
     assert message in err and "Traceback" not in err
 
 
-def test_emitter_table():
-    assert {("x86", "asm"), ("x86", "llvm"), ("ptx", "ptx"), ("ptx", "cubin")} <= set(EMITTERS)
+def test_what_a_target_emits_is_its_stages_after_kernel():
+    assert {"asm", "llvm", "obj"} <= set(emits("x86")) and {"ptx", "cubin"} <= set(emits("ptx"))
+    assert emits("metal") == ("msl", "metallib")
     with pytest.raises(TranslateError, match="target ptx cannot emit 'asm'; it emits: llvm, ptx, cubin"):
         translate(MODULE, "k.mlir", "ptx", "asm")
 
 
-def test_a_new_emitter_is_one_row(monkeypatch):
-    monkeypatch.setitem(EMITTERS, ("ptx", "names"), lambda kernels, features: ",".join(op.sym_name.data for op in kernels.ops))
+def test_a_new_stage_is_emittable(monkeypatch):
+    """A stage a target declares is what translate can emit: no table of its own."""
+    from tessera.compiler import targets
+    from tessera.compiler.stage_io import StageOutput
+
+    ptx = targets.get("ptx")
+    stages = {**ptx.stages(), "names": lambda prev, opts: StageOutput(
+        None, ",".join(op.sym_name.data for op in prev.value[0].kernels.ops), "txt")}
+    monkeypatch.setattr(type(ptx), "stages", lambda self: stages)
     assert translate(MODULE, "k.mlir", "ptx", "names") == "scale"

@@ -1,12 +1,12 @@
 // assign-layouts: each conv's layout from the target's cost model
-// (compiler/conv_layout_model.py), made explicit with relayouts.
+// (each target's conv_layouts.py under compiler/targets), made explicit with relayouts.
 // RUN: compilerctl opt %s -p "assign-layouts{target=x86}" | filecheck %s
 // RUN: compilerctl opt %s -p "assign-layouts{target=metal}" | filecheck %s --check-prefix=METAL
 // RUN: compilerctl opt %s -p "assign-layouts{target=x86 boundary=free}" | filecheck %s --check-prefix=FREE
 // RUN: compilerctl opt %s -p "assign-layouts{target=x86},assign-layouts{target=x86}" | filecheck %s
 // RUN: not compilerctl opt %s -p "assign-layouts{target=tpu}" 2>&1 | filecheck %s --check-prefix=BAD
 
-// BAD: bad pass options in 'assign-layouts{target=tpu}': target must be one of x86, ptx, metal, got 'tpu'
+// BAD: bad pass options in 'assign-layouts{target=tpu}': target must be one of aarch64, metal, ptx, x86, got 'tpu'
 
 // conv3d f32 on x86 runs channels-last: input and weight relayouted to ndhwc,
 // the result relayouted back for the users that want ncdhw.

@@ -3,7 +3,7 @@
 // writes NCHW itself: the relayouts go; with 8 input channels the cost model
 // keeps the relayout and oneDNN.
 // REQUIRES: avx2
-// RUN: compilerctl opt %s -p fold-relayouts-into-convs | filecheck %s
+// RUN: compilerctl opt %s -p "fold-relayouts-into-convs{target=x86}" | filecheck %s
 
 // CHECK-LABEL: func.func @first_conv(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<1x32x10x12xf32, #tsr.layout<nchw>>

@@ -1,0 +1,88 @@
+"""The LLVM side shared by CPU targets: kernels walk a ``[lo, hi)`` slice of the flattened grid.
+
+    define void @fused_0(ptr noalias %arg0, ptr noalias %arg1, i64 %lo, i64 %hi)
+
+The runtime splits the grid into chunks, one per thread (``runtime/cpu.py``).
+The walk goes row by row over the innermost grid dim: one de-flattening (div/
+rem by constants) per row, and a plain counted loop inside it that LLVM's loop
+vectorizer can widen when the body is a straight line (grid == tensor shape).
+A CPU target (``targets/x86``, ``targets/aarch64``) sets its triple, CPU and
+features on top of this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget
+from tessera.compiler.codegen.types import I64
+
+
+class CpuLlvmTarget(LlvmTarget):
+    """A CPU: ELF objects loadable by MCJIT, kernels called with a ``[lo, hi)`` range."""
+
+    artifact_kind = "obj"
+    # The large code model with absolute relocations: MCJIT may place sections
+    # more than 2 GiB apart, which PC-relative (small model) references cannot span.
+    reloc = "static"
+    codemodel = "large"
+
+    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int) -> tuple[ir.Function, list[ir.Value]]:
+        ptr = self.buffer_pointer_type()
+        fnty = ir.FunctionType(ir.VoidType(), [ptr] * num_buffers + [I64, I64])
+        fn = ir.Function(module, fnty, name=name)
+        for i, a in enumerate(fn.args[:num_buffers]):
+            a.name = f"arg{i}"
+            a.add_attribute("noalias")
+        fn.args[-2].name, fn.args[-1].name = "lo", "hi"
+        return fn, list(fn.args[:num_buffers])
+
+    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int], body: BodyEmitter) -> None:
+        lo, hi = fn.args[-2], fn.args[-1]
+        inner = ir.Constant(I64, grid[-1])
+        rows = fn.append_basic_block("grid.row")
+        row_body = fn.append_basic_block("grid.row.body")
+        cols = fn.append_basic_block("grid.col")
+        done = fn.append_basic_block("grid.done")
+        entry = builder.block
+        builder.branch(rows)
+
+        builder.position_at_end(rows)
+        flat = builder.phi(I64, name="flat")
+        flat.add_incoming(lo, entry)
+        more = builder.icmp_signed("<", flat, hi)
+        builder.cbranch(more, row_body, done)
+
+        builder.position_at_end(row_body)
+        j0 = builder.urem(flat, inner, name="j0")
+        rest = builder.udiv(flat, inner)
+        outer: list[ir.Value] = []
+        for g in reversed(grid[:-1]):
+            gc = ir.Constant(I64, g)
+            outer.append(builder.urem(rest, gc))
+            rest = builder.udiv(rest, gc)
+        outer.reverse()
+        left = builder.add(builder.sub(hi, flat), j0, flags=["nsw"])
+        jend = builder.select(builder.icmp_signed("<", left, inner), left, inner, name="jend")
+        row_entry = builder.block
+        builder.branch(cols)
+
+        builder.position_at_end(cols)
+        j = builder.phi(I64, name="j")
+        j.add_incoming(j0, row_entry)
+        body(builder, [*outer, j])
+        j_next = builder.add(j, ir.Constant(I64, 1), flags=["nsw", "nuw"])
+        flat_next = builder.add(flat, builder.sub(jend, j0), flags=["nsw"])
+        latch = builder.block
+        builder.cbranch(builder.icmp_signed("<", j_next, jend), cols, rows)
+        j.add_incoming(j_next, latch)
+        flat.add_incoming(flat_next, latch)
+
+        builder.position_at_end(done)
+        builder.ret_void()
+
+    def emit_artifact(self, module: llvm.ModuleRef) -> bytes:
+        return self.target_machine.emit_object(module)

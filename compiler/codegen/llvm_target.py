@@ -1,0 +1,97 @@
+"""What differs between targets, as small overridable knobs.
+
+The emitter (``llvm_emitter``) writes one kernel body for every target; a
+target says how a kernel is entered and how the grid is walked (x86: a
+``[lo, hi)`` range loop; NVPTX: one grid point per thread), which address
+space buffers live in, the triple/data layout/CPU/features of its
+``TargetMachine``, vector width preference, and which f16/bf16 conversions
+its hardware does natively. A new target is a subclass of tens of lines.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from tessera.compiler.codegen.types import PTR
+
+BodyEmitter = Callable[[ir.IRBuilder, Sequence[ir.Value]], None]
+"""Emits one grid point's body at the builder's position, given the parallel indices (i64)."""
+
+
+@functools.cache
+def init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+class LlvmTarget:
+    """Base of every target. Subclasses set the class attributes and override
+    :meth:`declare_kernel` / :meth:`emit_grid`."""
+
+    name: str = "abstract"
+    artifact_kind: str = "obj"
+    """What :meth:`emit_artifact` returns: ``obj``, ``ptx``, ..."""
+    triple: str = ""
+    cpu: str = ""
+    features: str = ""
+    reloc: str = "default"
+    codemodel: str = "default"
+    prefer_vector_width: int | None = None
+    """``prefer-vector-width`` function attribute in bits (None: the CPU's tuning)."""
+    native_f16_convert: bool = True
+    """Whether f32<->f16 conversions lower to instructions (else the emitter expands them)."""
+    native_bf16_convert: bool = True
+
+    # -- identity ---------------------------------------------------------------------
+    def cache_key(self) -> str:
+        """Everything about the target that changes the machine code."""
+        return f"{self.name}|{self.triple}|{self.cpu}|{self.features}|{self.prefer_vector_width}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(cpu={self.cpu!r}, features={self.features!r})"
+
+    # -- LLVM objects -----------------------------------------------------------------
+    @functools.cached_property
+    def target_machine(self) -> llvm.TargetMachine:
+        init_llvm()
+        return llvm.Target.from_triple(self.triple).create_target_machine(
+            cpu=self.cpu, features=self.features, opt=3, reloc=self.reloc, codemodel=self.codemodel
+        )
+
+    @property
+    def data_layout(self) -> str:
+        return str(self.target_machine.target_data)
+
+    # -- ABI knobs --------------------------------------------------------------------
+    def buffer_pointer_type(self) -> ir.PointerType:
+        return PTR
+
+    def function_attributes(self) -> tuple[str, ...]:
+        return ("nounwind",)
+
+    def string_function_attributes(self) -> dict[str, str]:
+        """Key/value attributes such as ``"prefer-vector-width"="512"``."""
+        out = {}
+        if self.prefer_vector_width:
+            out["prefer-vector-width"] = str(self.prefer_vector_width)
+        return out
+
+    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int) -> tuple[ir.Function, list[ir.Value]]:
+        """The kernel's LLVM function and its buffer pointer arguments."""
+        raise NotImplementedError
+
+    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int], body: BodyEmitter) -> None:
+        """Walk this call's share of ``grid``, calling ``body`` once per point; ends
+        with the function's ``ret``."""
+        raise NotImplementedError
+
+    # -- artifacts --------------------------------------------------------------------
+    def emit_artifact(self, module: llvm.ModuleRef) -> bytes:
+        raise NotImplementedError
+
+    def emit_assembly(self, module: llvm.ModuleRef) -> str:
+        return self.target_machine.emit_assembly(module)

@@ -1,0 +1,41 @@
+"""``tsr`` tensor types as the runtime's plain :class:`Placement` records.
+
+    placement_of(tensor<1x8x4x4xf32, #tsr.layout<nhwc>>)
+        == Placement(torch.float32, (1, 8, 4, 4), (128, 1, 32, 8))
+
+The runtime knows no IR; the compiler hands it placements. ``in_layout``,
+``is_in_layout`` and ``allocate`` here take a type, for the compiler's own use
+(the interpreter, the host program).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from xdsl.dialects.builtin import TensorType
+
+from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.layout import layout_of, strides_for
+from tessera.runtime import layouts
+from tessera.runtime.layouts import Placement
+
+
+@functools.lru_cache(maxsize=4096)
+def placement_of(ttype: TensorType) -> Placement:
+    shape = tuple(ttype.get_shape())
+    return Placement(dtypes.to_torch(ttype.get_element_type()), shape, strides_for(shape, layout_of(ttype)))
+
+
+def allocate(ttype: TensorType, device: torch.device | str = "cpu") -> torch.Tensor:
+    """An uninitialised tensor of ``ttype``'s shape and dtype, in its layout."""
+    return layouts.allocate(placement_of(ttype), device)
+
+
+def is_in_layout(t: torch.Tensor, ttype: TensorType) -> bool:
+    return placement_of(ttype).holds(t)
+
+
+def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:
+    """``t`` (broadcast to and) stored as ``ttype`` says; copies only if needed."""
+    return layouts.in_layout(t, placement_of(ttype))

@@ -1,0 +1,173 @@
+"""A target's description: everything tessera knows about one kind of hardware.
+
+    target = get("x86")
+    target.device                 # "cpu": the torch device type its kernels run on
+    target.graph_pipeline()       # the passes between the graph and graph-opt stages
+    target.fusion_pipeline()      # between graph-opt and fused
+    target.stages()               # the stages after `kernel`: {"llvm": ..., "asm": ..., "obj": ...}
+    target.codegen("+avx2,+fma")  # the LLVM emitter's knobs (codegen/llvm_target.py)
+    target.artifact(kernels, features)  # what the runtime loads (through the compile cache)
+
+:class:`Target` holds what every target shares; :class:`CpuTarget` and
+:class:`GpuTarget` what targets of a kind share (the CPU's ``[lo, hi)`` kernels
+and ELF objects, the GPU's one-thread-per-point kernels); a target's own folder
+(``targets/x86``, ``targets/nvptx``, ...) overrides a few attributes and holds
+what is only its own. The registry (``targets/__init__.py``) lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tessera.passes.target_models import TargetModels
+
+from ..stage_io import StageOptions, StageOutput
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tessera.runtime.artifact import Artifact
+
+    from ..codegen.llvm_target import LlvmTarget
+
+Stage = Callable[[StageOutput, StageOptions], StageOutput]
+"""One stage: the previous stage's output and the options to this stage's output."""
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    """What this host can do with a target (``compilerctl targets``)."""
+
+    target: str
+    toolchain: str
+    """What builds this target's artifacts here, or why nothing does."""
+    can_build: bool
+    can_run: bool
+    run_note: str
+
+
+class Target:
+    """Base of every target description; subclasses set the attributes and
+    override the methods that differ."""
+
+    name: str = ""
+    device: str = ""
+    """The torch device type whose tensors its kernels run on."""
+    half_compute: str = "f32-compute"
+    """How bf16/f16 are computed: ``f32-compute`` (as ATen's opmath) or ``native``
+    (in the half type); constants (cast-constants) and kernels follow it."""
+    transpose_tile: int | None = None
+    """Relayout reads through in-register transpose tiles of this width (``lowering.transpose_tiles``)."""
+    thread_per_point: bool = False
+    """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
+    own_conv_kernel_passes: tuple[str, ...] = ()
+    """Fusion passes that shape convs for the target's own conv kernel (left out with ``conv_kernels=False``)."""
+    default_stage: str = ""
+    """What ``compilerctl dump`` prints without ``--stage``: the last text stage."""
+
+    def models(self) -> TargetModels:
+        """What the graph passes ask of this target (registered in ``passes.target_models``)."""
+        raise NotImplementedError
+
+    # -- pipelines ------------------------------------------------------------------
+    def graph_pipeline(self) -> tuple[str, ...]:
+        """Typed constants; per-channel affines (an eval BatchNorm) folded into the
+        conv before them; convolutions of upsampled tensors computed before the
+        upsample (polyphase); each conv's layout from the target's cost model; the
+        relayouts that makes hoisted toward producers and inputs (cse merges the
+        copies that meet), cancelled in pairs, and fused into the kernels that write
+        or read the data; then dead code goes."""
+        return (
+            f"cast-constants{{policy={self.half_compute}}}",
+            "fold-affine-into-conv",
+            "fold-upsample-into-conv",
+            f"assign-layouts{{target={self.name}}}",
+            "hoist-relayouts",
+            "cse",
+            "cancel-relayouts",
+            "fuse-relayouts",
+            "cse",
+            "dce",
+        )
+
+    def fusion_pipeline(self) -> tuple[str, ...]:
+        """Library ops take the epilogues they compute themselves, then the
+        remaining pointwise/reduction groups become kernels."""
+        return (*self.own_conv_kernel_passes, "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+
+    # -- code generation ------------------------------------------------------------
+    def stages(self) -> dict[str, Stage]:
+        """The stages after ``kernel``, in order."""
+        raise NotImplementedError
+
+    def codegen(self, features: str | None = None, cpu: str | None = None) -> LlvmTarget:
+        """The LLVM emitter's knobs for these features (``None``: the host's / default)."""
+        raise NotImplementedError(f"target {self.name} has no LLVM code generator")
+
+    def artifact(self, kernels: ModuleOp, features: str | None = None) -> tuple[str, Callable[[], Artifact]]:
+        """The cache key part of this target and features, and a builder of the
+        artifact the runtime loads for ``kernels``."""
+        from ..codegen.pipeline import build_artifact
+
+        codegen = self.codegen(features)
+        return codegen.cache_key(), lambda: build_artifact(kernels, codegen)
+
+    def emits(self) -> tuple[str, ...]:
+        """What ``compilerctl translate --emit`` can produce from a kernels module."""
+        return tuple(self.stages())
+
+    def library_kernel_modules(self, host: Any, codegen: LlvmTarget) -> list:
+        """LLVM modules of kernels tessera generates for library ops of ``host`` (none by default)."""
+        return []
+
+    def status(self) -> TargetStatus:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<target {self.name} ({self.device})>"
+
+
+class CpuTarget(Target):
+    """A CPU: kernels walk ``[lo, hi)`` slices of their grid on the runtime's
+    threads (``codegen/cpu.py``); artifacts are ELF objects."""
+
+    device = "cpu"
+    default_stage = "asm"
+    machines: tuple[str, ...] = ()
+    """``platform.machine()`` values of hosts that run this target's objects."""
+    llvm_name: str = ""
+    """The LLVM backend's name (``llvm.Target.from_triple(...).name``)."""
+
+    def stages(self) -> dict[str, Stage]:
+        from .llvm_stages import assembly_stage, llvm_stage, object_stage
+
+        return {"llvm": llvm_stage, "asm": assembly_stage("s"), "obj": object_stage}
+
+    def runs_here(self) -> bool:
+        import platform
+
+        return platform.machine().lower() in self.machines
+
+    def status(self) -> TargetStatus:
+        import platform
+
+        from .llvm_stages import llvm_has
+        has = llvm_has(self.codegen_triple())
+        here = self.runs_here()
+        return TargetStatus(self.name, f"llvmlite (LLVM {self.llvm_name})" if has else f"llvmlite without {self.llvm_name}",
+                            has, here, self.host_note() if here else f"host is {platform.machine()}")
+
+    def codegen_triple(self) -> str:
+        raise NotImplementedError
+
+    def host_note(self) -> str:
+        return "host CPU"
+
+
+class GpuTarget(Target):
+    """A GPU: one thread per grid point; pointwise kernels walk their contiguous
+    dim across threads (coalesced)."""
+
+    thread_per_point = True

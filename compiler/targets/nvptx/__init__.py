@@ -1,0 +1,66 @@
+"""The NVIDIA GPU target: PTX from LLVM's NVPTX backend, cubins from ``ptxas``,
+loaded through the CUDA driver (``runtime/cuda.py``).
+
+    compilerctl translate k.mlir --target ptx --emit ptx --features sm_90
+"""
+
+from __future__ import annotations
+
+from tessera.passes.target_models import TargetModels
+
+from ...stage_io import StageOptions, StageOutput
+from ..base import GpuTarget, Stage, TargetStatus
+from .codegen import NVPTX_TRIPLE, NVPTXTarget
+from .conv_layouts import CONV_LAYOUTS
+
+
+def cubin_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    from .ptxas import assemble
+
+    _, codegen, module = prev.value
+    data = assemble(prev.text, codegen.cpu)
+    names = ", ".join(f.name for f in module.functions if not f.is_declaration)
+    return StageOutput(prev.value, f"// cubin for {codegen.cpu}, {len(data)} bytes; kernels: {names}\n", "cubin", data)
+
+
+class Nvptx(GpuTarget):
+    name = "ptx"
+    device = "cuda"
+    default_stage = "ptx"
+
+    def models(self) -> TargetModels:
+        return TargetModels(conv_layouts=CONV_LAYOUTS)
+
+    def stages(self) -> dict[str, Stage]:
+        from ..llvm_stages import assembly_stage, llvm_stage
+
+        return {"llvm": llvm_stage, "ptx": assembly_stage("ptx"), "cubin": cubin_stage}  # cubin: needs ptxas
+
+    def codegen(self, features: str | None = None, cpu: str | None = None) -> NVPTXTarget:
+        return NVPTXTarget(features=features, cpu=cpu)
+
+    def status(self) -> TargetStatus:
+        from ..llvm_stages import llvm_has
+        from .ptxas import ptxas_path
+
+        has, ptxas = llvm_has(NVPTX_TRIPLE), ptxas_path()
+        toolchain = ("llvmlite (LLVM NVPTX)" if has else "no NVPTX target") + (
+            f" + {ptxas}" if ptxas else ", no ptxas (PTX only, no cubin)")
+        return TargetStatus(self.name, toolchain, has, *_cuda_run_status())
+
+
+def _cuda_run_status() -> tuple[bool, str]:
+    """Whether ptx kernels run here: a CUDA device torch sees and the driver API (cuda-bindings)."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return False, "no CUDA device"
+        from tessera.runtime.cuda import unavailable_reason
+
+        name, (major, minor) = torch.cuda.get_device_name(0), torch.cuda.get_device_capability(0)
+        reason = unavailable_reason()
+    except Exception as e:  # noqa: BLE001 - a broken CUDA setup is reported, not raised
+        return False, f"CUDA unusable: {e}"
+    where = f"CUDA device {name} (sm_{major}{minor})"
+    return (False, f"{where}, but {reason}") if reason else (True, where)

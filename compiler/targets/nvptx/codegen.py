@@ -1,0 +1,163 @@
+"""The NVPTX target: one grid point per CUDA thread.
+
+    define ptx_kernel void @fused_0(ptr addrspace(1) noalias %arg0, ptr addrspace(1) noalias %arg1)
+        "nvvm.maxntid"="256" {
+      %flat = ctaid.x * ntid.x + tid.x          ; llvm.nvvm.read.ptx.sreg.*
+      br (%flat < prod(grid)), %point, %done    ; the bound check
+    point:                                      ; de-flattened, innermost grid dim fastest
+      %i1 = %flat urem grid[1]
+      %i0 = %flat udiv grid[1]
+      ...
+    }
+
+Kernels are entered through LLVM 22's ``ptx_kernel`` calling convention (it
+prints ``.entry``; no ``nvvm.annotations`` needed), buffers live in the global
+address space with ``noalias``, and ``.maxntid 256`` pins the block size the
+runtime launches with (:data:`BLOCK_SIZE`; ``runtime/cuda.py`` reads it back
+from the loaded function, so PTX and cubin carry their own launch shape).
+
+``features`` names the GPU: ``"sm_80"`` (default), ``"sm_90"``, optionally with
+LLVM features such as ``"sm_90,+ptx80"``; without ``+ptxNN`` LLVM picks the
+lowest PTX ISA version the sm allows (7.0 for sm_80, 7.8 for sm_90), which
+the CUDA 13 ``ptxas`` and every driver since CUDA 11.8 accept.
+
+The kernel-IR side of the contract is shared by GPU targets:
+``codegen/gpu.py::thread_per_point``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from tessera.compiler.codegen.errors import CodegenError, UnknownTarget
+from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget
+from tessera.compiler.codegen.types import I32, I64
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+DEFAULT_SM = "sm_80"
+MIN_SM = 75
+"""The oldest GPU the CUDA 13 toolchain still builds for."""
+BLOCK_SIZE = 256
+"""Threads per block: emitted as ``.maxntid``, launched by ``runtime/cuda.py``."""
+GLOBAL = 1
+"""NVPTX's global address space (``ld.global``/``st.global``)."""
+
+_SM = re.compile(r"^sm_(\d+)[af]?$")
+KNOWN_SMS = (75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
+"""The sm numbers of LLVM 22's NVPTX processor table from ``MIN_SM`` on (LLVM
+warns and ignores an unknown one; tessera refuses it)."""
+
+
+def parse_features(features: str | None, cpu: str | None = None) -> tuple[str, str]:
+    """``"sm_90,+ptx80"`` -> ``("sm_90", "+ptx80")``; ``cpu`` overrides the sm."""
+    sm, llvm_features = DEFAULT_SM, []
+    for token in (features or "").split(","):
+        token = token.strip()
+        if not token:
+            continue
+        if token.startswith("sm_"):
+            sm = token
+        elif token[0] in "+-":
+            llvm_features.append(token)
+        else:
+            raise UnknownTarget(f"ptx features {features!r}: expected an sm (sm_80, sm_90) or +/-feature such as +ptx80, "
+                                f"not {token!r}")
+    sm = cpu or sm
+    m = _SM.match(sm)
+    if m is None or int(m.group(1)) < MIN_SM:
+        raise UnknownTarget(f"ptx target {sm!r}: expected sm_{MIN_SM} or newer, e.g. sm_80 or sm_90")
+    if int(m.group(1)) not in KNOWN_SMS:
+        raise UnknownTarget(f"ptx target {sm!r}: not a GPU LLVM knows (sm_{', sm_'.join(map(str, KNOWN_SMS))})")
+    return sm, ",".join(llvm_features)
+
+
+def sm_number(sm: str) -> int:
+    """``"sm_90a"`` -> 90."""
+    m = _SM.match(sm)
+    if m is None:
+        raise UnknownTarget(f"not an sm: {sm!r}")
+    return int(m.group(1))
+
+
+class NVPTXTarget(LlvmTarget):
+    """NVIDIA GPUs through LLVM's NVPTX backend (PTX text; ``ptxas`` makes cubins)."""
+
+    name = "ptx"
+    artifact_kind = "ptx"
+    triple = NVPTX_TRIPLE
+    block_size = BLOCK_SIZE
+
+    def __init__(self, features: str | None = None, cpu: str | None = None):
+        self.cpu, self.features = parse_features(features, cpu)
+        self.native_f16_convert = True  # cvt.rn.f16.f32 / cvt.f32.f16
+        self.native_bf16_convert = sm_number(self.cpu) >= 80  # cvt.rn.bf16.f32 (keeps subnormals)
+
+    def string_function_attributes(self) -> dict[str, str]:
+        return {"nvvm.maxntid": str(self.block_size)}
+
+    def buffer_pointer_type(self) -> ir.PointerType:
+        return ir.PointerType(addrspace=GLOBAL)
+
+    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int) -> tuple[ir.Function, list[ir.Value]]:
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [self.buffer_pointer_type()] * num_buffers), name=name)
+        fn.calling_convention = "ptx_kernel"
+        for i, a in enumerate(fn.args):
+            a.name = f"arg{i}"
+            a.add_attribute("noalias")
+        return fn, list(fn.args)
+
+    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int], body: BodyEmitter) -> None:
+        total = 1
+        for g in grid:
+            total *= g
+        # 32-bit index math when the grid allows it (64-bit division is a long sequence on GPUs).
+        ity = I32 if total < 2**31 else I64
+        ctaid, ntid, tid = (_sreg(builder, f"llvm.nvvm.read.ptx.sreg.{r}.x") for r in ("ctaid", "ntid", "tid"))
+        if ity is I64:
+            ctaid, ntid, tid = (builder.zext(v, I64) for v in (ctaid, ntid, tid))
+        flat = builder.add(builder.mul(ctaid, ntid, flags=["nuw"]), tid, flags=["nuw"], name="flat")
+        point = fn.append_basic_block("grid.point")
+        done = fn.append_basic_block("grid.done")
+        builder.cbranch(builder.icmp_unsigned("<", flat, ir.Constant(ity, total)), point, done)
+
+        builder.position_at_end(point)
+        indices: list[ir.Value] = []
+        rest = flat
+        for k, g in enumerate(reversed(grid)):
+            outermost = k == len(grid) - 1
+            idx = rest if outermost else builder.urem(rest, ir.Constant(ity, g))
+            if not outermost:
+                rest = builder.udiv(rest, ir.Constant(ity, g))
+            indices.append(idx if ity is I64 else builder.zext(idx, I64))
+        indices.reverse()
+        body(builder, indices)
+        builder.branch(done)
+        builder.position_at_end(done)
+        builder.ret_void()
+
+    def emit_assembly(self, module: llvm.ModuleRef) -> str:
+        _check_no_external_calls(module)
+        return self.target_machine.emit_assembly(module)
+
+    def emit_artifact(self, module: llvm.ModuleRef) -> bytes:
+        """The PTX text (what the CUDA driver JIT-compiles for the device it runs on)."""
+        return self.emit_assembly(module).encode()
+
+
+def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:
+    fn = b.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(I32, []), name=name)
+    return b.call(fn, [])
+
+
+def _check_no_external_calls(module: llvm.ModuleRef) -> None:
+    """No libdevice here: a kernel may call LLVM intrinsics only (f64 ``exp`` & co. have no inline form)."""
+    missing = sorted(f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm."))
+    if missing:
+        raise CodegenError(f"the ptx target has no math library (libdevice): kernels call {', '.join('@' + m for m in missing)}"
+                           " (f64 transcendentals are not supported on ptx)")

@@ -1,0 +1,50 @@
+"""The x86-64 CPU target: AVX2, AVX-512 and VNNI code for the host's features,
+with tessera's own conv kernels (``conv/``) and exact int8 GEMMs (``int8_gemm/``).
+
+    compilerctl translate k.mlir --target x86 --emit asm --features +avx2,+fma
+"""
+
+from __future__ import annotations
+
+from tessera.passes.target_models import TargetModels
+
+from ..base import CpuTarget
+from .codegen import X86_TRIPLE, X86Target
+from .conv_layouts import CONV_LAYOUTS
+
+
+def _own_conv_kernel(conv) -> bool:
+    from .conv.host import wants_tessera  # imports torch: only when a pass asks
+
+    return wants_tessera(conv)
+
+
+class X86(CpuTarget):
+    name = "x86"
+    machines = ("x86_64", "amd64")
+    llvm_name = "X86"
+    transpose_tile = 8
+    """8 x 8 tiles, one ymm per row on AVX2 and AVX-512 alike; 16 x 16 tiles were
+    1.1x faster only with warm caches in a C test of the ResNet block's relayout
+    (BENCHMARKS.md), and not built."""
+    own_conv_kernel_passes = ("fold-relayouts-into-convs{target=x86}", "fuse-conv-residuals{target=x86}")
+
+    def models(self) -> TargetModels:
+        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=_own_conv_kernel)
+
+    def codegen(self, features: str | None = None, cpu: str | None = None) -> X86Target:
+        return X86Target(features=features, cpu=cpu)
+
+    def codegen_triple(self) -> str:
+        return X86_TRIPLE
+
+    def library_kernel_modules(self, host, codegen) -> list:
+        from .library_kernels import library_kernel_modules
+
+        return library_kernel_modules(host, codegen)
+
+    def host_note(self) -> str:
+        from tessera.runtime.cpu import host_features
+
+        feats = sorted(f for f in host_features() if f.startswith(("avx", "fma", "amx")))
+        return f"host CPU: {', '.join(feats) or 'no AVX'}"

@@ -1,0 +1,116 @@
+"""``conv_channels_last``: pack, compile (cached) and run a channels-last fp32 convolution.
+
+    pw = pack_weight(w, spec_for(x, w.shape, padding=1))     # once per weight version
+    y = conv_channels_last(x, pw, bias=b, residual=r, activation="silu", padding=1)
+    # y == silu(F.conv2d(x, w, b, padding=1) + r), channels-last like x
+
+``x`` is ``[N, C_in, H, W]`` (or ``[N, C_in, D, H, W]``) float32 on the cpu,
+ideally stored channels-last (other strides are copied into it first). The
+weight is a :class:`PackedConvWeight` (from ``pack_weight``) or a plain
+``[C_out, C_in/groups, (kd,) kh, kw]`` tensor (packed on every call: tests,
+one-off use). Kernels are built once per spec, thread count and path: the
+object through the on-disk compile cache (``RuntimeOptions.cache_dir``, keyed
+like every tessera kernel), the loaded kernel in this process.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from tessera.compiler.targets.x86.conv.build import build_conv, conv_target
+from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable, ConvOperandMismatch
+from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
+from tessera.compiler.targets.x86.conv.packing import PackedConvWeight, check_weight, pack_weight
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
+from tessera.runtime.artifact import Artifact
+from tessera.runtime.cache import CompileCache, cache_key
+from tessera.runtime.device import Device
+from tessera.runtime.kernel import Kernel
+from tessera.runtime.options import RuntimeOptions
+
+
+def _artifact(spec: ConvSpec, features: str | None) -> Artifact:
+    from tessera.compiler.codegen.fingerprint import codegen_fingerprint, tessera_version
+
+    root = RuntimeOptions().cache_dir
+    if root is None:
+        return build_conv(spec, features)
+    key = cache_key("conv-kernel", repr(spec), conv_target(spec.isa, features).cache_key(), tessera_version(),
+                    codegen_fingerprint())
+    return CompileCache(root).get_or_build(key, lambda: build_conv(spec, features))
+
+
+@functools.lru_cache(maxsize=128)
+def _kernel(spec: ConvSpec, features: str | None, threads: int) -> Kernel:
+    return Device("cpu").load(_artifact(spec, features)).kernel(spec.kernel_name)
+
+
+def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
+    """The loaded kernel of ``spec`` (built once per process, path and thread count)."""
+    if not can_run_conv(spec.isa):
+        raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r} (select_conv_isa() picks one it can)")
+    return _kernel(spec, features, torch.get_num_threads())
+
+
+def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1, *, bias: bool = False,
+             residual: bool = False, activation: str | None = None, isa: str | None = None,
+             input_layout: str = "channels_last", output_layout: str = "channels_last") -> ConvSpec:
+    """The :class:`ConvSpec` of ``conv(x, weight)`` with these arguments."""
+    if not isinstance(x, torch.Tensor) or x.dim() not in (4, 5):
+        got = f"rank {x.dim()}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ConvOperandMismatch(f"conv input must be a 4-D or 5-D tensor [N, C, (D,) H, W], got {got}")
+    ws = tuple(weight_shape)
+    if len(ws) != x.dim():
+        raise ConvOperandMismatch(f"conv weight of shape {ws} does not fit a {x.dim()}-D input")
+    return ConvSpec(x.shape[0], x.shape[1], ws[0], tuple(x.shape[2:]), ws[2:], stride, padding, dilation, groups,
+                    bias=bias, residual=residual, activation=activation or "none", isa=isa or select_conv_isa(),
+                    input_layout=input_layout, output_layout=output_layout)
+
+
+def _strided(t: torch.Tensor, what: str, shape: tuple[int, ...], want: tuple[int, ...]) -> torch.Tensor:
+    """``t`` if it has the strides ``want`` (up to size-1 dims), else a copy with them."""
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or t.device.type != "cpu" or tuple(t.shape) != shape:
+        got = f"{t.dtype} {tuple(t.shape)} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
+        raise ConvOperandMismatch(f"conv {what} must be a float32 cpu tensor of shape {shape}, got {got}")
+    if all(s == e or n == 1 for s, e, n in zip(t.stride(), want, shape)):
+        return t
+    return torch.empty_strided(shape, want).copy_(t)
+
+
+def conv_channels_last(x: torch.Tensor, weight: torch.Tensor | PackedConvWeight, bias: torch.Tensor | None = None,
+                       residual: torch.Tensor | None = None, activation: str | None = None, *, stride=1, padding=0,
+                       dilation=1, groups: int = 1, isa: str | None = None, features: str | None = None,
+                       input_layout: str = "channels_last", output_layout: str = "channels_last") -> torch.Tensor:
+    """``act(conv(x, weight) + bias + residual)`` as a float32 tensor, channels-last
+    unless ``output_layout="contiguous"`` (then the result, and the residual it reads,
+    are NCHW/NCDHW); ``input_layout="contiguous"``: the kernel reads ``x`` in NCHW/NCDHW."""
+    if isinstance(weight, PackedConvWeight):
+        isa = isa or weight.isa
+        if weight.groups != groups:
+            raise ConvOperandMismatch(f"the weight was packed for groups={weight.groups}, the conv has groups={groups}")
+        wshape = (weight.out_channels, weight.cin_g, *weight.kernel)
+    elif isinstance(weight, torch.Tensor):
+        wshape = tuple(weight.shape)
+    else:
+        raise ConvOperandMismatch(f"conv weight must be a tensor or a PackedConvWeight, not {type(weight).__name__}")
+    spec = spec_for(x, wshape, stride, padding, dilation, groups, bias=bias is not None, residual=residual is not None,
+                    activation=activation, isa=isa, input_layout=input_layout, output_layout=output_layout)
+    if isinstance(weight, PackedConvWeight):
+        weight.check(spec)
+        packed = weight
+    else:
+        check_weight(weight, spec)
+        packed = pack_weight(weight, spec)
+    kernel = load_conv(spec, features)
+    args = [_strided(x, "input", spec.input_shape(), spec.input_strides()), packed.data]
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (spec.out_channels,) or bias.device.type != "cpu":
+            raise ConvOperandMismatch(f"conv bias must be a cpu tensor of shape ({spec.out_channels},)")
+        args.append(bias.to(torch.float32).contiguous())
+    if residual is not None:
+        args.append(_strided(residual, "residual", spec.output_shape(), spec.output_strides()))
+    out = torch.empty_strided(spec.output_shape(), spec.output_strides())
+    kernel(*args, out)
+    return out

@@ -1,0 +1,181 @@
+"""The register tiles: ``width`` output pixels of one row x one block of output channels.
+
+    void @<kernel>.tile<ow0|dyn>w<width>c<nvalid>(ptr %x, ptr %w, ptr %out, ptr %bias, ptr %res,
+                                                  i64 %od, i64 %oh, i64 %ow0)
+
+``x`` points at the image's first input channel of the group (dense) or at
+the block's first channel (depthwise), ``w`` at the block's packed weights,
+``out``/``res`` at the row's pixel 0 and the block's first channel. The taps
+loop over ``kd``, ``kh`` at run time (rows outside the input are skipped:
+padding along D and H costs nothing) and over ``kw`` unrolled; a static tile
+(``ow0`` a constant) drops the pixels whose ``kw`` tap falls in the left or
+right padding at compile time.
+
+Dense (per tap, ``C_in/groups`` steps, unrolled by 4): ``nv`` weight vectors
+loaded, each pixel's input broadcast (an embedded ``{1to16}`` memory operand
+with AVX-512) and ``llvm.fma``-ed into its ``nv`` accumulators::
+
+    vfmadd231ps 384(%rdi,%rax,4){1to16}, %zmm30, %zmm5
+
+Depthwise (per tap): ``nv`` weight vectors, each pixel's ``nv`` input vectors
+(channels are the vector lanes), one FMA each. Accumulators are phis that
+stay in registers (``mr * nv`` of them, ``ConvIsa.max_pixels``).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from tessera.compiler.codegen.irbuild import (
+    F32,
+    I64,
+    PTR,
+    counted_loop,
+    fma,
+    gep,
+    guarded,
+    i64,
+    internal_function,
+    load_vec,
+    splat,
+    vec,
+)
+from tessera.compiler.targets.x86.conv.epilogue import load_tile, store_raw, store_tile
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
+from tessera.compiler.targets.x86.conv.tiling import Tiling, WTile
+
+TILE_ARGS = ("x", "w", "out", "bias", "res", "od", "oh", "ow0", "ci_n", "first", "last")
+CI_UNROLL = 4
+
+
+def tile_name(kernel: str, tile: WTile, nvalid: int) -> str:
+    where = f"at{tile.ow0}" if tile.static else "dyn"
+    return f"{kernel}.tile_{where}_w{tile.width}_c{nvalid}"
+
+
+def _valid_pixels(spec: ConvSpec, tile: WTile, kw: int) -> list[int]:
+    _, _, w = spec.as3d("input_size")
+    sw, pw, dw = spec.as3d("stride")[2], spec.as3d("padding")[2], spec.as3d("dilation")[2]
+    if not tile.static:
+        return list(range(tile.width))
+    return [p for p in range(tile.width) if 0 <= (tile.ow0 + p) * sw - pw + kw * dw < w]
+
+
+def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvalid: int, name: str) -> ir.Function:
+    """Defines ``@name``: the tile ``tile`` of a row, ``nvalid`` valid channels of the block."""
+    fn = internal_function(module, name, list(zip(TILE_ARGS, [PTR] * 5 + [I64] * 6, strict=True)))
+    x, w, out, bias, res, od, oh, ow0_arg, ci_n, first, last = fn.args
+    blocked = not til.depthwise and til.ci_blocks > 1
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    lanes = til.lanes
+    nvec = -(-nvalid // lanes)
+    vt = vec(F32, lanes)
+    D, H, W = spec.as3d("input_size")
+    KD, KH, KW = spec.as3d("kernel")
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = spec.as3d("stride"), spec.as3d("padding"), spec.as3d("dilation")
+    cin = spec.in_channels
+    ow0 = i64(tile.ow0) if tile.static else ow0_arg
+    # input pixel of the tile's pixel 0 for kw = 0 (may be negative: -pw at the left edge)
+    iw0 = b.sub(b.mul(ow0, i64(sw)), i64(pw))
+
+    def taps_of_row(b: ir.IRBuilder, accs: list[ir.Value], row: ir.Value, kd: ir.Value, kh: ir.Value) -> list[ir.Value]:
+        """Every ``kw`` tap of input row ``row`` (pixel index of the row's first pixel)."""
+        tap0 = b.mul(b.add(b.mul(kd, i64(KH)), kh), i64(KW))
+        for kw in range(KW):
+            pixels = _valid_pixels(spec, tile, kw)
+            if not pixels:
+                continue
+            first = b.add(b.add(row, iw0), i64(kw * dw))  # input pixel of tile pixel 0 at this tap
+            xb = gep(b, x, b.mul(first, i64(4 * spec.pixel_stride)))
+            tap = b.add(tap0, i64(kw))
+            if til.depthwise:
+                accs = _depthwise_tap(b, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * til.blocks * til.nr))),
+                                      pixels, nvec, nvalid, sw * cin)
+            else:
+                accs = _dense_tap(b, spec, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * spec.cin_g * til.nr))),
+                                  pixels, nvec, sw * spec.pixel_stride, ci_n if blocked else spec.cin_g)
+        return accs
+
+    def kh_loop(b: ir.IRBuilder, kd: ir.Value, id_: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        def kh_body(b: ir.IRBuilder, kh: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+            ih = b.add(b.sub(b.mul(oh, i64(sh)), i64(ph)), b.mul(kh, i64(dh)))
+            row = b.mul(b.add(b.mul(id_, i64(H)), ih), i64(W))
+            return guarded(b, b.icmp_unsigned("<", ih, i64(H)), accs, lambda b, a: taps_of_row(b, a, row, kd, kh), "kh.in")
+
+        return counted_loop(b, KH, accs, kh_body, "kh")
+
+    def kd_body(b: ir.IRBuilder, kd: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        id_ = b.add(b.sub(b.mul(od, i64(sd)), i64(pd)), b.mul(kd, i64(dd)))
+        return guarded(b, b.icmp_unsigned("<", id_, i64(D)), accs, lambda b, a: kh_loop(b, kd, id_, a), "kd.in")
+
+    pix = b.mul(ow0, i64(4 * spec.out_pixel_stride))
+    out_tile = gep(b, out, pix)
+    accs = [ir.Constant(vt, None)] * (tile.width * nvec)
+    if blocked:  # later input-channel blocks continue from the partial sums in out
+        accs = guarded(b, b.icmp_unsigned("==", first, i64(0)), accs,
+                       lambda b, _: load_tile(b, spec, out_tile, tile.width, nvec, lanes, nvalid), "resume")
+    accs = counted_loop(b, KD, accs, kd_body, "kd")
+    rows = [accs[p * nvec:(p + 1) * nvec] for p in range(tile.width)]
+    res_tile = gep(b, res, pix) if spec.residual else res
+    if not blocked:
+        store_tile(b, spec, rows, out_tile, bias, res_tile, nvalid)
+        b.ret_void()
+        return fn
+    epi, partial = fn.append_basic_block("epilogue"), fn.append_basic_block("partial")
+    b.cbranch(b.icmp_unsigned("!=", last, i64(0)), epi, partial)
+    b.position_at_end(epi)
+    store_tile(b, spec, rows, out_tile, bias, res_tile, nvalid)
+    b.ret_void()
+    b.position_at_end(partial)
+    store_raw(b, spec, rows, out_tile, nvalid)
+    b.ret_void()
+    return fn
+
+
+def _dense_tap(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, accs: list[ir.Value], xb: ir.Value, wb: ir.Value,
+               pixels: list[int], nvec: int, pixel_stride: int, cin: int | ir.Value) -> list[ir.Value]:
+    """One tap over ``cin`` input channels (``pixel_stride`` floats between pixels)."""
+    lanes, nr = til.lanes, til.nr
+
+    def step(b: ir.IRBuilder, ci: ir.Value | int, accs: list[ir.Value]) -> list[ir.Value]:
+        ci = i64(ci) if isinstance(ci, int) else ci
+        wrow = gep(b, wb, b.mul(ci, i64(4 * nr)))
+        wv = [load_vec(b, gep(b, wrow, 4 * v * lanes), lanes) for v in range(nvec)]
+        xc = gep(b, xb, b.mul(ci, i64(4 * spec.channel_stride)))
+        new = list(accs)
+        for p in pixels:
+            s = splat(b, b.load(gep(b, xc, 4 * p * pixel_stride), typ=F32, align=4), lanes)
+            for v in range(nvec):
+                new[p * nvec + v] = fma(b, s, wv[v], new[p * nvec + v])
+        return new
+
+    unroll = CI_UNROLL if not isinstance(cin, int) or cin >= CI_UNROLL else 1
+
+    def unrolled(b: ir.IRBuilder, it: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+        c0 = b.mul(it, i64(unroll))
+        for u in range(unroll):
+            accs = step(b, b.add(c0, i64(u)) if u else c0, accs)
+        return accs
+
+    if isinstance(cin, int):
+        accs = counted_loop(b, cin // unroll, accs, unrolled, "ci")
+        for ci in range(cin // unroll * unroll, cin):
+            accs = step(b, ci, accs)
+        return accs
+    accs = counted_loop(b, b.udiv(cin, i64(unroll)), accs, unrolled, "ci")
+    done = b.mul(b.udiv(cin, i64(unroll)), i64(unroll))
+    return counted_loop(b, b.urem(cin, i64(unroll)), accs, lambda b, c, a: step(b, b.add(done, c), a), "ci.rest")
+
+
+def _depthwise_tap(b: ir.IRBuilder, til: Tiling, accs: list[ir.Value], xb: ir.Value, wb: ir.Value,
+                   pixels: list[int], nvec: int, nvalid: int, pixel_stride: int) -> list[ir.Value]:
+    lanes = til.lanes
+    wv = [load_vec(b, gep(b, wb, 4 * v * lanes), lanes) for v in range(nvec)]
+    new = list(accs)
+    for p in pixels:
+        for v in range(nvec):
+            valid = min(lanes, nvalid - v * lanes)
+            xv = load_vec(b, gep(b, xb, 4 * (p * pixel_stride + v * lanes)), lanes, valid)
+            new[p * nvec + v] = fma(b, xv, wv[v], new[p * nvec + v])
+    return new

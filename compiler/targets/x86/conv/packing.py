@@ -1,0 +1,82 @@
+"""Weights packed once into the layout the microkernels stream.
+
+    pw = pack_weight(w, spec)        # w: [C_out, C_in/groups, (kd,) kh, kw] float32
+    dense:      pw.data[gb, kd, kh, kw, ci, j] == w[g*Cg + b*nr + j, ci, kd, kh, kw]   (gb = g*blocks + b)
+    depthwise:  pw.data[kd, kh, kw, c]         == w[c, 0, kd, kh, kw]
+
+Dense: the group's output channels in blocks of ``nr = nv * lanes`` (``DHWIO``
+with O blocked to the register tile), zero past the group's last channel, so
+one block is what a tile reads, in order: per tap, per input channel, ``nv``
+contiguous vectors. Depthwise: taps outer, channels inner, zero-padded to the
+channel blocks. Pure torch (compile time, once per weight version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from tessera.compiler.targets.x86.conv.errors import ConvOperandMismatch
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
+from tessera.compiler.targets.x86.conv.tiling import Tiling, choose_tiling
+
+
+def packed_shape(spec: ConvSpec, til: Tiling) -> tuple[int, ...]:
+    kd, kh, kw = spec.as3d("kernel")
+    if til.depthwise:
+        return (kd, kh, kw, til.blocks * til.nr)
+    return (spec.groups * til.blocks, kd, kh, kw, spec.cin_g, til.nr)
+
+
+def pack_key(spec: ConvSpec) -> tuple:
+    """What a packing depends on (two specs with one key share a packed weight)."""
+    til = choose_tiling(spec)
+    return (spec.out_channels, spec.cin_g, spec.kernel, spec.groups, spec.isa, til.nr, til.depthwise)
+
+
+@dataclass(frozen=True, eq=False)
+class PackedConvWeight:
+    """A packed weight and what it was packed for (``w``'s shape, groups, path, block)."""
+
+    data: torch.Tensor
+    out_channels: int
+    cin_g: int
+    kernel: tuple[int, ...]
+    groups: int
+    isa: str
+    nr: int
+    depthwise: bool
+
+    @property
+    def key(self) -> tuple:
+        return (self.out_channels, self.cin_g, self.kernel, self.groups, self.isa, self.nr, self.depthwise)
+
+    def check(self, spec: ConvSpec) -> None:
+        if self.key != pack_key(spec):
+            raise ConvOperandMismatch(f"weight packed for {self.key} but the conv needs {pack_key(spec)} "
+                                      "(out_channels, in_channels/groups, kernel, groups, isa, block, depthwise)")
+
+
+def check_weight(w: torch.Tensor, spec: ConvSpec) -> None:
+    want = (spec.out_channels, spec.cin_g, *spec.kernel)
+    if not isinstance(w, torch.Tensor) or w.dtype != torch.float32 or w.device.type != "cpu" or tuple(w.shape) != want:
+        got = f"{w.dtype} {tuple(w.shape)} on {w.device}" if isinstance(w, torch.Tensor) else type(w).__name__
+        raise ConvOperandMismatch(f"conv weight must be a float32 cpu tensor of shape {want}, got {got}")
+
+
+def pack_weight(w: torch.Tensor, spec: ConvSpec) -> PackedConvWeight:
+    """Packs ``w`` for ``spec``'s kernel (see the module docstring)."""
+    check_weight(w, spec)
+    til = choose_tiling(spec)
+    w5 = w.detach().reshape(spec.out_channels, spec.cin_g, *spec.as3d("kernel"))
+    if til.depthwise:
+        out = torch.zeros(packed_shape(spec, til))
+        out[..., :spec.out_channels] = w5[:, 0].permute(1, 2, 3, 0)
+        return PackedConvWeight(out, *pack_key(spec))
+    g, blocks, nr = spec.groups, til.blocks, til.nr
+    padded = torch.zeros(g, blocks * nr, spec.cin_g, *spec.as3d("kernel"))
+    padded[:, :spec.cout_g] = w5.reshape(g, spec.cout_g, spec.cin_g, *spec.as3d("kernel"))
+    # [g, blocks, nr, ci, kd, kh, kw] -> [g, blocks, kd, kh, kw, ci, nr]
+    data = padded.reshape(g, blocks, nr, spec.cin_g, *spec.as3d("kernel")).permute(0, 1, 4, 5, 6, 3, 2)
+    return PackedConvWeight(data.reshape(packed_shape(spec, til)).contiguous(), *pack_key(spec))

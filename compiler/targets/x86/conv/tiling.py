@@ -1,0 +1,114 @@
+"""The register tile and the tiles of an output row, chosen from the spec.
+
+    t = choose_tiling(ConvSpec(1, 96, 96, (5, 26, 26), (3, 3, 3)))
+    t.nv, t.nr, t.mr          # 2 vectors (32 output channels) x 12 pixels: 24 zmm accumulators
+    t.row_tiles               # (WTile(0, 12, static=False), WTile(12, 12, static=False))
+
+Dense convs: a tile is ``mr`` output pixels along W times ``nv`` vectors of
+output channels (``nr = nv * lanes`` channels, one block of the packed
+weight); ``nv`` is the one (2, 3, 4 or 1) that pads the group's output
+channels least (a single vector counted 1.25x: its loop is load-bound), ``mr`` the most pixels whose accumulators fit the registers
+(``ConvIsa.max_pixels``), then evened out over the row. Depthwise convs
+vectorize over channels: ``nv`` vectors of channels times ``mr`` pixels.
+
+A row's tiles are *dynamic* (one function, any ``ow0``: every tap lands in
+the input) or *static* (their own function, ``ow0`` a constant): the tiles
+that meet the left/right padding, whose out-of-range taps are left out at
+compile time (no padded copy of the input, no masks in the inner loop), and a
+narrower last tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tessera.compiler.targets.x86.conv.isa import get_conv_isa
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
+
+NV_ORDER = (2, 3, 4, 1)
+DEPTHWISE_PIXELS = 16
+L1_WEIGHT_BYTES = 24 * 1024
+"""Packed weights of one input-channel block (all taps, one output block) kept in L1."""
+MIN_CI_BLOCK = 16
+"""Fewer input channels per tap make the inner loop too short to pay for its setup."""
+L2_WEIGHT_BYTES = 1024 * 1024
+"""All packed weights up to this size stay in L2: the grid walks rows outermost."""
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class WTile:
+    ow0: int
+    width: int
+    static: bool
+
+
+@dataclass(frozen=True)
+class Tiling:
+    lanes: int
+    nv: int
+    mr: int
+    row_tiles: tuple[WTile, ...]
+    blocks: int
+    """Channel blocks of ``nr`` channels per group (dense) or in all (depthwise)."""
+    depthwise: bool
+    ci_block: int = 1
+    """Input channels per cache block (dense): a tile's accumulators go through
+    ``out`` between blocks, so one block's weights serve every tile of the row from L1."""
+    ci_blocks: int = 1
+    rows_outer: bool = False
+    """Dense: grid ``(N, OD, OH, blocks)`` (weights small enough for L2: rows share their
+    input across blocks) rather than ``(blocks, N, OD, OH)``. (Depthwise grids are rows alone.)"""
+
+    @property
+    def nr(self) -> int:
+        return self.nv * self.lanes
+
+
+def _interior(spec: ConvSpec, ow0: int, width: int) -> bool:
+    kw, sw, pw, dw = spec.as3d("kernel")[2], spec.as3d("stride")[2], spec.as3d("padding")[2], spec.as3d("dilation")[2]
+    w = spec.as3d("input_size")[2]
+    return ow0 * sw - pw >= 0 and (ow0 + width - 1) * sw - pw + (kw - 1) * dw <= w - 1
+
+
+def row_tiles(spec: ConvSpec, mr_max: int) -> tuple[int, tuple[WTile, ...]]:
+    ow = spec.as3d("output_size")[2]
+    count = cdiv(ow, mr_max)
+    mr = cdiv(ow, count)
+    tiles = []
+    for t in range(count):
+        ow0 = t * mr
+        width = min(mr, ow - ow0)
+        tiles.append(WTile(ow0, width, static=width != mr or not _interior(spec, ow0, width)))
+    return mr, tuple(tiles)
+
+
+def choose_tiling(spec: ConvSpec) -> Tiling:
+    isa = get_conv_isa(spec.isa)
+    lanes = isa.lanes
+    if spec.depthwise:
+        # one channel vector; LLVM keeps each input vector in a register for the KW
+        # taps that read it: mr accumulators + (mr + KW - 1) inputs + KW weights
+        nv = 1
+        kw = spec.as3d("kernel")[2]
+        mr, tiles = row_tiles(spec, max(2, min(DEPTHWISE_PIXELS, (isa.registers - 2 * kw + 1) // 2)))
+        return Tiling(lanes, nv, mr, tiles, cdiv(spec.out_channels, nv * lanes), True)
+    # padded channels, one vector per tile counted 1.25x (its inner loop is load-bound: one
+    # weight load and one broadcast per FMA)
+    nv = min(NV_ORDER, key=lambda v: (cdiv(spec.cout_g, v * lanes) * v * lanes * (1.25 if v == 1 else 1),
+                                      NV_ORDER.index(v)))
+    mr, tiles = row_tiles(spec, isa.max_pixels(nv))
+    blocks = cdiv(spec.cout_g, nv * lanes)
+    kvol = spec.kernel_volume
+    # a contiguous output keeps no partial sums between blocks: its tiles are
+    # transposed on the way out, too slow to read back and write again per block
+    cb = spec.cin_g if spec.output_layout != "channels_last" else max(
+        MIN_CI_BLOCK, L1_WEIGHT_BYTES // (kvol * nv * lanes * 4) // 4 * 4)
+    nb = cdiv(spec.cin_g, cb)
+    cb = cdiv(spec.cin_g, nb) if nb == 1 else cdiv(cdiv(spec.cin_g, nb), 4) * 4
+    nb = cdiv(spec.cin_g, cb)
+    total = spec.groups * blocks * kvol * spec.cin_g * nv * lanes * 4
+    return Tiling(lanes, nv, mr, tiles, blocks, False, cb, nb, total <= L2_WEIGHT_BYTES)

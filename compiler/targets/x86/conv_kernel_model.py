@@ -1,0 +1,163 @@
+"""Which convolutions run on tessera's own kernel (``targets/x86/conv``) rather than
+oneDNN's, per shape class: a measured cost model, asked once per ``tsr.conv``
+by the host program.
+
+The competitor is what the host program calls otherwise: oneDNN's
+``mkldnn._convolution_pointwise`` with the weight reordered once (the call of
+``OneDnnConv``, and Inductor's under freezing), channels-last, which returns
+a newly allocated output. tessera's kernel is a launch of the program, whose
+output is a buffer kept between calls (``runtime/program.py``), and is timed
+that way. Both read and write channels-last f32, bias fused. The rule is a
+list of (shape class, measured speedup of tessera over that call) tried in
+order; the first class that matches decides, and tessera's kernel is used
+when the speedup is at least ``MIN_GAIN`` (below it the two are within this
+machine's noise, and the library stays).
+
+x86, Xeon (Sapphire Rapids class, AVX-512, in a VM), fp32,
+``bench/conv_kernels.py`` (session 6), speedup in three runs: 1 thread timed
+with the thread's CPU clock (``--threads 1 --cpu-time``) | 2 threads, wall
+clock | 2 threads, wall clock, Inductor compiling between the shapes::
+
+    f32 only (the kernels compute f32) ............................. -                    oneDNN
+    depthwise 3-D (3x3x3, 64 ch, 4x32x32) .......... 1.18x | 1.72x | 0.95x    tessera (median 1.18)
+    depthwise 2-D (3x3, 256 ch, 56x56) ............. 1.10x | 1.07x | 1.00x    tessera (median 1.07)
+    C_in/groups < 16 (3->64 at 224x224) ............ 0.37x | 0.54x | 0.44x    oneDNN
+    grouped, 16 ch per group (g=8, 128 ch) ......... 1.15x | 1.14x | 1.23x    tessera
+    1x1x1 conv3d (128->64, 4x32x32) ................ 1.29x | 1.39x | 1.17x    tessera
+    1x1 conv2d 256->256 at 56x56 ................... 1.05x | 1.06x | 1.07x    tessera
+    1x1 conv2d 256->64 at 56x56 .................... 1.25x | 1.21x | 0.96x
+    3x3 stride 2 (64->128 at 64x64) ................ 1.06x | 1.06x | 1.07x    tessera
+    3x3 / 3x3x3 stride 1, >= 16 ch per group:
+      conv3d 96->96 1x96x5x26x26 ................... 0.90x | 0.90x | 0.90x
+      conv2d 128->128 64x64 p1 ..................... 0.98x | 1.02x | 1.08x
+      VAE conv1/2 64->64 1x64x6x34x34 .............. 0.94x | 0.90x | 1.08x
+      VAE conv_up 64->64 1x64x4x64x64 p1 ........... 0.85x | 0.96x | 0.92x
+      conv2d 64->64 64x64 p1 ....................... 0.95x | 1.01x | 1.03x
+      conv2d 128->128 batch 4 32x32 ................ 1.07x | 0.89x | 0.94x    oneDNN (0.95x)
+
+Before session 6 tessera's kernel was timed writing a new output like
+oneDNN, and every class stayed on oneDNN (0.32x-1.05x): what the kernel wins
+now is mostly the allocation (page faults of a new multi-MB output, which
+vary with the state of the heap: hence the spread between runs) and the
+memory-bound classes where it streams channels-last rows well (1x1,
+depthwise, grouped). The dense 3x3 convs run at 53-80% of the FMA peak on
+both, oneDNN's a few percent ahead. Speedups are medians of the runs; the
+MobileNetV2 block end to end (1x1, depthwise, 1x1) runs 1.44-1.48x faster with
+these classes on tessera than with every conv on oneDNN. Every rule below is measured; the host
+program asks :func:`prefers_tessera`.
+
+    >>> prefers_tessera("x86", ConvShape(spatial=3, dtype="f32", in_channels=96, out_channels=96,
+    ...     groups=1, kernel=(3, 3, 3), stride=(1, 1, 1)))
+    False
+"""
+
+from __future__ import annotations
+
+from tessera.passes.target_models import ConvShape, Rule, first_rule
+
+MIN_GAIN = 1.05
+
+
+_NO_KERNEL = (
+    Rule("not f32", lambda c: c.dtype != "f32", 0.0),
+    Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),
+)
+_CHANNELS_LAST_ONLY = Rule("depthwise (channels are the vector lanes: channels-last only)", lambda c: c.depthwise, 0.0)
+
+X86_RULES = (
+    *_NO_KERNEL,
+    Rule("depthwise 3-D", lambda c: c.depthwise and c.spatial == 3, 1.18),
+    Rule("depthwise 2-D", lambda c: c.depthwise, 1.07),
+    Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
+    Rule("grouped", lambda c: c.groups > 1, 1.15),
+    Rule("1x1x1 conv3d", lambda c: c.pointwise and c.spatial == 3, 1.29),
+    Rule("1x1 conv2d", lambda c: c.pointwise, 1.07),
+    Rule("strided window", lambda c: any(s > 1 for s in c.stride), 1.06),
+    Rule("3x3 / 3x3x3 and larger windows, stride 1", lambda c: True, 0.95),
+)
+
+RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_RULES}
+
+X86_CONTIGUOUS_INPUT_RULES = (
+    *_NO_KERNEL,
+    _CHANNELS_LAST_ONLY,
+    Rule("C_in/groups < 16 (the kernel's own class: 0.44x channels-last)", lambda c: c.channels_per_group < 16, 0.44),
+    Rule("3-D", lambda c: c.spatial == 3, 1.01),
+    Rule("C_in/groups > 64", lambda c: c.channels_per_group > 64, 1.02),
+    Rule("2-D, 16-64 input channels per group", lambda c: True, 1.30),
+)
+"""tessera's kernel reading the conv's NCHW/NCDHW input (``fold-relayouts-into-convs``)
+against the program with that relayout a kernel of its own before the conv.
+``bench/conv_layout_folds.py`` (session 6), one-conv models end to end, speedup
+2 threads (two runs) | 1 thread. The kernel broadcasts one input scalar per
+(pixel, channel), so either layout serves it; beyond 64 channels the plane-sized
+channel step costs what the relayout saved::
+
+    2-D 3x3 64->64 56x56 ............ 1.14x 1.15x | 1.11x
+    2-D 3x3 32->32 112x112 .......... 1.33x 1.32x | 1.30x
+    2-D 3x3 64->64 28x28 ............ 1.40x 1.40x | 1.25x
+    2-D 3x3 16->32 56x56 ............ 1.53x 1.42x | 1.36x
+    2-D 1x1 64->128 56x56 ........... 1.00x 1.01x | 1.14x
+    3-D 3x3x3 48->48 4x32x32 ........ 1.01x 1.01x | 1.08x
+    2-D 1x1 256->64 56x56 ........... 1.04x 1.02x | 1.02x
+    2-D 3x3 128->128 64x64 .......... 1.02x        | 1.01x   (assign-layouts keeps it NCHW: no relayout to fold)
+"""
+
+CONTIGUOUS_INPUT_RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_CONTIGUOUS_INPUT_RULES}
+
+X86_CONTIGUOUS_OUTPUT_RULES = (
+    *_NO_KERNEL,
+    _CHANNELS_LAST_ONLY,
+    Rule("C_in/groups < 16 (the kernel's own class: 0.44x channels-last)", lambda c: c.channels_per_group < 16, 0.44),
+    Rule("3-D", lambda c: c.spatial == 3, 0.97),
+    Rule("2-D", lambda c: True, 1.13),
+)
+"""tessera's kernel writing NCHW/NCDHW output (and reading the residual so: the
+relayout after a conv, or the add-and-relayout of a ResNet shortcut, folded in)
+against the program with the relayout (and the add) a kernel of its own after the
+conv. The kernel's tile goes through a scratch tile and each channel's row of
+pixels is stored contiguously; it keeps no partial sums between input-channel
+blocks then. ``bench/conv_layout_folds.py`` (session 6), one-conv models end to
+end, speedup 2 threads (two runs) | 1 thread::
+
+    2-D 3x3 64->64 56x56 ........................ 1.15x 1.15x | 0.96x
+    2-D 3x3 32->32 112x112 ...................... 1.21x 1.19x | 0.99x
+    2-D 3x3 128->128 28x28 ...................... 1.43x 1.40x | 1.39x
+    2-D 3x3 256->256 14x14 ...................... 1.50x 1.25x | 1.41x
+    2-D 1x1 144->24 56x56 ....................... 1.13x 1.10x | 1.00x
+    2-D 3x3 64->64 56x56, + NCHW residual, ReLU . 1.09x 1.10x | 0.94x
+    2-D 1x1 144->24 56x56, + NCHW residual, ReLU  1.00x 1.05x | 0.96x
+    3-D 3x3x3 64->64 4x32x32 .................... 0.97x 0.98x | 0.88x
+
+The 2-D rule is the median of its 21 figures. On 1 thread the convs with up to
+64 input channels break even or lose a little (0.94-1.00x): the rules do not
+know the thread count.
+"""
+
+CONTIGUOUS_OUTPUT_RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_CONTIGUOUS_OUTPUT_RULES}
+
+
+def rules_for(target: str, conv: ConvShape, input_layout: str = "channels_last",
+              output_layout: str = "channels_last") -> list[Rule | None]:
+    """The measured classes that decide ``conv`` with these layouts: channels-last in
+    and out, tessera's kernel over oneDNN's prepacked call; a ``contiguous`` input or
+    output, the kernel reading or writing it over that call plus the relayout (one
+    class for each)."""
+    if input_layout == output_layout == "channels_last":
+        return [rule_for(target, conv)]
+    tables = ([CONTIGUOUS_INPUT_RULES] if input_layout != "channels_last" else []) + (
+        [CONTIGUOUS_OUTPUT_RULES] if output_layout != "channels_last" else [])
+    return [first_rule(t.get(target, ()), conv) for t in tables]
+
+
+def rule_for(target: str, conv: ConvShape) -> Rule | None:
+    """The measured class of a channels-last ``conv`` (speedup: tessera's kernel over oneDNN's prepacked call)."""
+    return first_rule(RULES.get(target, ()), conv)
+
+
+def prefers_tessera(target: str, conv: ConvShape, input_layout: str = "channels_last",
+                    output_layout: str = "channels_last") -> bool:
+    """Whether ``conv``, its input and output stored ``input_layout``/``output_layout``
+    (``channels_last`` or ``contiguous``), should run on tessera's kernel on ``target``
+    (only x86 has one): every deciding class measured at least ``MIN_GAIN``."""
+    return all(r is not None and r.speedup >= MIN_GAIN for r in rules_for(target, conv, input_layout, output_layout))

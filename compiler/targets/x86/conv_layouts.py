@@ -1,0 +1,36 @@
+"""The x86 layout table of convolutions (``passes.target_models``: channels-last or contiguous).
+
+x86 (``bench/conv_layouts.py``, 2 threads, the machine of ``BENCHMARKS.md``).
+A channels-last conv calls oneDNN's ``_convolution_pointwise`` with its weight
+packed once; a contiguous one ``aten.mkldnn_convolution``, which reorders the
+weight on every call (with a packed weight oneDNN computes and returns
+channels-last whatever the input, so a contiguous conv cannot use one).
+Speedup of the packed channels-last call over the contiguous one, per class::
+
+    bf16 / f16, every conv2d and conv3d .......... 1.5x - 16x    channels-last
+    f32 conv3d (3x3x3, 1x1x1, depthwise, C_in=3)   1.08x - 4.6x  channels-last
+        (3x3x3 96->96: 1.08x-1.12x over runs; 64->64: 1.13x)
+    f32 conv2d grouped, < 16 channels per group .. 1.08x         contiguous
+    f32 conv2d 3x3, >= 128 input channels ........ 0.99x - 1.00x contiguous
+    f32 conv2d otherwise (3x3 < 128 ch, 1x1,
+        strided, first layers, depthwise,
+        >= 16 channels per group) ................ 1.15x - 2.5x  channels-last
+
+(Against the unpacked channels-last call, session 2: the same classes, within
+a few percent.)
+"""
+
+from __future__ import annotations
+
+from tessera.passes.target_models import Rule, any_conv
+
+CONV_LAYOUTS = (
+    Rule("conv1d", lambda c: c.spatial == 1, 1.0),
+    Rule("bf16/f16 conv", lambda c: c.half, 1.5),
+    Rule("f32 conv3d", lambda c: c.spatial == 3, 1.13),
+    Rule("f32 grouped conv2d, < 16 channels per group",
+         lambda c: c.groups > 1 and not c.depthwise and c.channels_per_group < 16, 1.08),
+    Rule("f32 dense 3x3 conv2d, >= 128 input channels",
+         lambda c: c.groups == 1 and max(c.kernel) > 1 and max(c.stride) == 1 and c.in_channels >= 128, 1.00),
+    Rule("f32 conv2d", any_conv, 1.15),
+)

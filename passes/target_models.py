@@ -1,0 +1,144 @@
+"""What the graph passes ask of a target, registered by the target itself.
+
+Passes know no target by name: ``assign-layouts{target=x86}`` looks the name up
+here, and each target of the registry (``compiler/targets/<name>``) registers
+its :class:`TargetModels` when the registry is imported.
+
+- ``conv_layouts``: the layout cost model of convolutions, contiguous or
+  channels-last per dtype and shape class, asked once per ``tsr.conv`` by
+  ``assign-layouts``. A table is a list of (shape class, measured speedup of
+  channels-last) tried in order; the first class that matches decides. A class
+  goes channels-last when the library's channels-last kernel was measured at
+  least ``MIN_GAIN`` faster: below that, the relayouts an isolated conv needs
+  at its boundaries cost more than the conv gains. Every table ends in a
+  catch-all. The tables and their measurements are in each target's folder.
+- ``own_conv_kernel``: whether the target's own conv kernel would compute a
+  given ``tsr.conv`` (``fold-relayouts-into-convs``, ``fuse-conv-residuals``
+  rewrite a conv only where it would); absent: never.
+
+    register_target_models("x86", TargetModels(conv_layouts=(Rule("f32 conv2d", lambda c: True, 1.15),)))
+    prefers_channels_last("x86", ConvShape.of(conv))   # True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.ir import Attribute, SSAValue
+
+from tessera.dialects import tsr
+
+MIN_GAIN = 1.10
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """What the model looks at: the conv's class, not its exact sizes."""
+
+    spatial: int  # 1, 2 or 3
+    dtype: str  # "f32", "bf16", "f16", ...
+    in_channels: int
+    out_channels: int
+    groups: int
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.groups == self.in_channels
+
+    @property
+    def channels_per_group(self) -> int:
+        return self.in_channels // self.groups
+
+    @property
+    def half(self) -> bool:
+        return self.dtype in ("bf16", "f16")
+
+    @property
+    def pointwise(self) -> bool:
+        return all(k == 1 for k in self.kernel)
+
+    @classmethod
+    def of(cls, op) -> ConvShape:
+        """The class of a ``tsr.conv``."""
+        from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
+
+        w = shape_of(op.weight.type)
+        return cls(spatial=len(w) - 2, dtype=str(elem_of(op.input.type)), in_channels=shape_of(op.input.type)[1],
+                   out_channels=w[0], groups=op.groups.value.data, kernel=tuple(w[2:]), stride=tuple(ints(op.stride)))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A shape class and its measured speedup (here: channels-last over
+    contiguous, or the vendor's guidance; a target's own conv kernel over the
+    library's)."""
+
+    what: str
+    applies: Callable[[ConvShape], bool]
+    speedup: float
+
+
+def first_rule(rules: Sequence[Rule], conv: ConvShape) -> Rule | None:
+    """The first rule of a table whose class ``conv`` is in."""
+    return next((rule for rule in rules if rule.applies(conv)), None)
+
+
+def any_conv(c: ConvShape) -> bool:
+    """The class of every conv (a table's catch-all)."""
+    return True
+
+
+def rule_for(target: str, conv: ConvShape) -> Rule:
+    rule = first_rule(target_models(target).conv_layouts, conv)
+    if rule is None:
+        raise LookupError(f"no layout rule of target {target} matches {conv}")  # every table ends in a catch-all
+    return rule
+
+
+def prefers_channels_last(target: str, conv: ConvShape) -> bool:
+    return rule_for(target, conv).speedup >= MIN_GAIN
+
+
+@dataclass(frozen=True)
+class TargetModels:
+    conv_layouts: tuple[Rule, ...]
+    own_conv_kernel: Callable[[Any], bool] | None = None
+    """``own_conv_kernel(conv)``: the target's own kernel would compute this ``tsr.conv``."""
+
+
+_MODELS: dict[str, TargetModels] = {}
+
+
+def register_target_models(target: str, models: TargetModels) -> None:
+    _MODELS[target] = models
+
+
+def target_models(target: str) -> TargetModels:
+    """The models of ``target``; a ``ValueError`` (a bad pass option) naming the known ones."""
+    models = _MODELS.get(target)
+    if models is None:
+        raise ValueError(f"target must be one of {', '.join(sorted(_MODELS)) or '(none registered)'}, got '{target}'")
+    return models
+
+
+def known_targets() -> tuple[str, ...]:
+    return tuple(sorted(_MODELS))
+
+
+def own_kernel_conv(target: str, input: SSAValue, weight: SSAValue, bias: SSAValue | None, residual: SSAValue | None,
+                    result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
+    """A new conv with these operands (``ConvOp.with_epilogue``, not inserted
+    anywhere) if ``target``'s own kernel would compute it, else None: how a pass
+    asks whether a rewrite it is about to make gives the kernel its conv."""
+    chooser = target_models(target).own_conv_kernel
+    if chooser is None:
+        return None
+    conv = tsr.ConvOp.with_epilogue(input, weight, bias, residual, result_type, properties)
+    if chooser(conv):
+        return conv
+    conv.drop_all_references()
+    return None
