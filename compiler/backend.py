@@ -86,8 +86,14 @@ class BackendOptions:
                              f"({', '.join(optional)})")
 
     def target_for(self, device_type: str) -> targets.Target:
-        """The target of a graph whose tensors are on ``device_type``."""
-        return targets.get(self.target) if self.target is not None else targets.for_device(device_type)
+        """The target of a graph whose tensors are on ``device_type`` (a device no
+        target runs on: this host's CPU target, which then reports it cannot run there)."""
+        if self.target is not None:
+            return targets.get(self.target)
+        try:
+            return targets.for_device(device_type)
+        except UnknownTarget:
+            return targets.host_cpu()
 
     def pipeline(self) -> tuple[str, ...]:
         """The target's graph pipeline without the disabled passes, and without
@@ -170,17 +176,11 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
     from .stages import fuse_kernels, lower_kernels
 
     target = options.target_for(device.type)
-    options = dataclasses.replace(options, target=target.name)
-    own_conv = tuple(pass_name(p) for p in target.own_conv_kernel_passes)
-    disable = options.disable + (() if options.conv_kernels else own_conv)
-    program_ir = lower_kernels(fuse_kernels(module, options.target, disable), options.target)
+    disable = options.disable + (() if options.conv_kernels else target.own_conv_kernel_passes)
+    program_ir = lower_kernels(fuse_kernels(module, target.name, disable), target.name)
     has_kernels = any(True for _ in program_ir.kernels.ops)
-    features = options.features
-    if features is None and device.type == "cuda":
-        from tessera.runtime.cuda import device_sm
-
-        features = device_sm(device)
-    kernels = (compile_kernels(program_ir.kernels, options.target, features, device=Device(device))
+    features = options.features if options.features is not None else target.device_features(device)
+    kernels = (compile_kernels(program_ir.kernels, target.name, features, device=Device(device))
                if has_kernels else None)
     return build_host_program(program_ir.host, kernels, device=device, conv_kernels=options.conv_kernels,
                               freezing=options.freezing)
@@ -195,7 +195,7 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     It runs outside AOTAutograd's fake mode: what tessera builds at compile
     time (constants, packed weights) is made of real tensors."""
     report = GraphReport(kind)
-    if options.target is None:
+    if options.target is None:  # the target of the graph's device: CPU, CUDA (ptx), MPS (metal)
         options = dataclasses.replace(options, target=options.target_for(device.type).name)
     with unset_fake_temporarily():
         program = _compile(gm, options, report, device)
@@ -248,11 +248,6 @@ def _reason(e: Exception) -> str:
 def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any] | None = None):
     """The Dynamo backend registered as ``tessera``."""
     opts = BackendOptions.from_dict(options)
-    try:
-        # CPU tensors: this host's CPU target; CUDA tensors: PTX kernels; MPS tensors: Metal
-        opts = dataclasses.replace(opts, target=opts.target_for(graph_device(example_inputs).type).name)
-    except UnknownTarget:  # tensors on a device no target runs on: the interpreter gives eager's answer
-        opts = dataclasses.replace(opts, target=targets.host_cpu().name)
     try:
         return aot_backend(
             lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins)),

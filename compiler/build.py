@@ -36,8 +36,7 @@ def compile_artifact(kernels: ModuleOp, target: str | None = None, features: str
     tgt = targets.get(target) if target is not None else targets.host_cpu()
     target_key, build = tgt.artifact(kernels, features)
     if cache is DEFAULT:
-        root = (options or RuntimeOptions()).cache_dir
-        cache = CompileCache(root) if root is not None else None
+        cache = CompileCache.default(options)
     if cache is None:
         return build()
     if not isinstance(cache, CompileCache):

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tessera.runtime.artifact import Artifact
+from tessera.runtime.options import RuntimeOptions
 
 log = logging.getLogger("tessera.cache")
 
@@ -48,6 +49,12 @@ class CompileCache:
         self.hits = 0
         self.misses = 0
         self.write_errors = 0
+
+    @classmethod
+    def default(cls, options: RuntimeOptions | None = None) -> CompileCache | None:
+        """The cache under ``RuntimeOptions.cache_dir``, or None when caching is off."""
+        root = (options or RuntimeOptions()).cache_dir
+        return cls(root) if root is not None else None
 
     def __repr__(self) -> str:
         return f"CompileCache({str(self.root)!r})"

@@ -2,7 +2,7 @@
 LLVM IR, optimized, and to machine code.
 
     from tessera.compiler.targets import codegen_target
-    from tessera.compiler.codegen import assembly, build_artifact, llvm_ir
+    from tessera.compiler.codegen import assembly, llvm_ir
     target = codegen_target("x86", features="+avx512f")
     print(assembly(kernels_module, target))          # zmm everywhere the loops allow
 
@@ -19,7 +19,6 @@ from tessera.compiler.codegen.kernel_form import KernelForm, analyze_kernel, ker
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.codegen.pipeline import (
     assembly,
-    build_artifact,
     link_llvm_ir,
     llvm_ir,
     optimize,
@@ -27,6 +26,6 @@ from tessera.compiler.codegen.pipeline import (
 )
 
 __all__ = [
-    "CodegenError", "KernelForm", "LlvmTarget", "UnknownTarget", "analyze_kernel", "assembly", "build_artifact",
+    "CodegenError", "KernelForm", "LlvmTarget", "UnknownTarget", "analyze_kernel", "assembly",
     "kernel_signatures", "link_llvm_ir", "llvm_ir", "optimize", "optimized_llvm_ir",
 ]

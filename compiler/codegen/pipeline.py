@@ -3,7 +3,7 @@
     kernels (builtin.module of tsr.kernel funcs)
       --emit_module-->  LLVM IR text            (stage ``llvm``)
       --optimize----->  verified, O3 for the target's TargetMachine
-      --target------->  assembly text / object bytes (stages ``asm``/``obj``)
+      --target------->  assembly text / object bytes (``targets/llvm_stages.py``)
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import llvmlite.binding as llvm
 from xdsl.dialects.builtin import ModuleOp
 
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.kernel_form import kernel_signatures
 from tessera.compiler.codegen.llvm_emitter import emit_module
 from tessera.compiler.codegen.llvm_target import LlvmTarget, init_llvm
-from tessera.runtime.artifact import Artifact
 
 
 def llvm_ir(kernels: ModuleOp, target: LlvmTarget) -> str:
@@ -65,11 +63,3 @@ def optimized_llvm_ir(kernels: ModuleOp, target: LlvmTarget) -> str:
 
 def assembly(kernels: ModuleOp, target: LlvmTarget) -> str:
     return target.emit_assembly(optimize(llvm_ir(kernels, target), target))
-
-
-def build_artifact(kernels: ModuleOp, target: LlvmTarget) -> Artifact:
-    """The target's artifact (x86: an ELF object) with every kernel's signature."""
-    signatures = tuple(kernel_signatures(kernels))
-    data = target.emit_artifact(optimize(llvm_ir(kernels, target), target))
-    return Artifact(target=target.name, kind=target.artifact_kind, data=data, signatures=signatures,
-                    target_key=target.cache_key())

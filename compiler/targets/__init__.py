@@ -16,7 +16,11 @@ from __future__ import annotations
 from tessera.passes.target_models import register_target_models
 
 from ..codegen.errors import UnknownTarget
+from .aarch64 import AArch64
 from .base import CpuTarget, GpuTarget, Target, TargetStatus
+from .metal import Metal
+from .nvptx import Nvptx
+from .x86 import X86
 
 _REGISTRY: dict[str, Target] = {}
 
@@ -62,12 +66,7 @@ def codegen_target(name: str, features: str | None = None, cpu: str | None = Non
     return get(name).codegen(features, cpu)
 
 
-from .aarch64 import AArch64  # noqa: E402
-from .metal import Metal  # noqa: E402
-from .nvptx import Nvptx  # noqa: E402
-from .x86 import X86  # noqa: E402 - the registry: one line per target
-
-for _target in (X86(), AArch64(), Nvptx(), Metal()):
+for _target in (X86(), AArch64(), Nvptx(), Metal()):  # the registry: one entry per target
     register(_target)
 
 __all__ = ["CpuTarget", "GpuTarget", "Target", "TargetStatus", "all_targets", "codegen_target", "for_device", "get",

@@ -17,6 +17,7 @@ what is only its own. The registry (``targets/__init__.py``) lists them.
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,9 +64,12 @@ class Target:
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
     own_conv_kernel_passes: tuple[str, ...] = ()
-    """Fusion passes that shape convs for the target's own conv kernel (left out with ``conv_kernels=False``)."""
+    """Fusion passes that shape convs for the target's own conv kernel, by name (run with
+    ``{target=<name>}``; left out with ``conv_kernels=False``)."""
     default_stage: str = ""
     """What ``compilerctl dump`` prints without ``--stage``: the last text stage."""
+    artifact_stage: str = ""
+    """The stage whose output the runtime loads (its name is the artifact's kind)."""
 
     def models(self) -> TargetModels:
         """What the graph passes ask of this target (registered in ``passes.target_models``)."""
@@ -95,7 +99,8 @@ class Target:
     def fusion_pipeline(self) -> tuple[str, ...]:
         """Library ops take the epilogues they compute themselves, then the
         remaining pointwise/reduction groups become kernels."""
-        return (*self.own_conv_kernel_passes, "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+        own = (f"{p}{{target={self.name}}}" for p in self.own_conv_kernel_passes)
+        return (*own, "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
 
     # -- code generation ------------------------------------------------------------
     def stages(self) -> dict[str, Stage]:
@@ -106,13 +111,30 @@ class Target:
         """The LLVM emitter's knobs for these features (``None``: the host's / default)."""
         raise NotImplementedError(f"target {self.name} has no LLVM code generator")
 
+    def device_features(self, device: Any) -> str | None:
+        """The features to build for when tensors are on the torch ``device`` and none
+        were asked for (``None``: the target's default, the host's for a CPU)."""
+        return None
+
     def artifact(self, kernels: ModuleOp, features: str | None = None) -> tuple[str, Callable[[], Artifact]]:
         """The cache key part of this target and features, and a builder of the
-        artifact the runtime loads for ``kernels``."""
-        from ..codegen.pipeline import build_artifact
+        artifact the runtime loads for ``kernels``: the driver's stages from
+        ``kernel`` to :attr:`artifact_stage`, the same ones ``compilerctl dump`` runs."""
+        from tessera.runtime.artifact import Artifact
 
-        codegen = self.codegen(features)
-        return codegen.cache_key(), lambda: build_artifact(kernels, codegen)
+        from ..codegen.kernel_form import kernel_signatures
+        from ..stages import run_stages
+        from .llvm_stages import kernels_only
+
+        key = self.codegen(features).cache_key()
+
+        def build() -> Artifact:
+            stage = self.artifact_stage
+            out = run_stages(kernels_only(kernels), self.name, upto=stage, features=features, start_at="kernel")[stage]
+            data = out.data if out.data is not None else out.text.encode()
+            return Artifact(self.name, stage, data, tuple(kernel_signatures(kernels)), key)
+
+        return key, build
 
     def emits(self) -> tuple[str, ...]:
         """What ``compilerctl translate --emit`` can produce from a kernels module."""
@@ -135,6 +157,7 @@ class CpuTarget(Target):
 
     device = "cpu"
     default_stage = "asm"
+    artifact_stage = "obj"
     machines: tuple[str, ...] = ()
     """``platform.machine()`` values of hosts that run this target's objects."""
     llvm_name: str = ""
@@ -146,14 +169,11 @@ class CpuTarget(Target):
         return {"llvm": llvm_stage, "asm": assembly_stage("s"), "obj": object_stage}
 
     def runs_here(self) -> bool:
-        import platform
-
         return platform.machine().lower() in self.machines
 
     def status(self) -> TargetStatus:
-        import platform
-
         from .llvm_stages import llvm_has
+
         has = llvm_has(self.codegen_triple())
         here = self.runs_here()
         return TargetStatus(self.name, f"llvmlite (LLVM {self.llvm_name})" if has else f"llvmlite without {self.llvm_name}",

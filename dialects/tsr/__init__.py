@@ -12,10 +12,15 @@ from .layout import LayoutAttr
 from .ops_core import AtenCallOp, ConstantOp, ConvertOp, OperandRefAttr, RelayoutOp, TorchEnumAttr
 from .ops_elementwise import *  # noqa: F403  (the op classes)
 from .ops_elementwise import ELEMENTWISE_OPS
-from .ops_fused import FUSED_OPS, FusedOp, LaunchOp, YieldOp
+from .ops_fused import FUSED_OPS, FusedOp, LaunchOp, YieldOp  # noqa: F401 - re-exported as tsr.FusedOp & co.
 from .ops_nn import *  # noqa: F403
 from .ops_nn import NN_OPS
-from .ops_polyphase import POLYPHASE_OPS, PolyphaseDim, PolyphaseInterleaveOp, PolyphaseWeightOp
+from .ops_polyphase import (  # noqa: F401 - re-exported as tsr.PolyphaseWeightOp & co.
+    POLYPHASE_OPS,
+    PolyphaseDim,
+    PolyphaseInterleaveOp,
+    PolyphaseWeightOp,
+)
 from .ops_shape import *  # noqa: F403
 from .ops_shape import SHAPE_OPS
 
@@ -26,6 +31,3 @@ TSR = Dialect(
     [*CORE_OPS, *ELEMENTWISE_OPS, *SHAPE_OPS, *NN_OPS, *POLYPHASE_OPS, *FUSED_OPS],
     [LayoutAttr, OperandRefAttr, TorchEnumAttr],
 )
-
-__reexported__ = (FusedOp, LaunchOp, YieldOp, PolyphaseDim, PolyphaseInterleaveOp, PolyphaseWeightOp)
-"""Op classes used as ``tsr.FusedOp`` & co. (the star imports above bring the rest)."""

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import random_tensor
+from kernel_testing import kernel, load, memref, parse_kernels
 from xdsl.dialects.builtin import TensorType, f32
 
 from tessera.compiler.build import compile_artifact, compile_kernels
-from tessera.compiler.codegen import build_artifact
-from tessera.compiler.targets import codegen_target
+from tessera.compiler.placements import placement_of
 from tessera.dialects.tsr.layout import LayoutAttr
 from tessera.runtime import (
     Alloc,
@@ -26,13 +27,9 @@ from tessera.runtime import (
     Program,
     RuntimeOptions,
 )
-from tessera.compiler.placements import placement_of
 from tessera.runtime.cache import cache_key
 from tessera.runtime.cpu import split
 from tessera.runtime.errors import KernelNotFound, LoadError, ProgramError, SignatureMismatch, UnsupportedDevice
-
-from conftest import random_tensor
-from kernel_testing import kernel, load, memref, parse_kernels
 
 GEN = torch.Generator().manual_seed(0)
 NHWC = (320, 1, 64, 8)  # strides of a 2x8x5x8 tensor stored channels-last
@@ -195,7 +192,7 @@ def test_devices():
 
 
 def test_artifact_round_trip_and_load_checks():
-    art = build_artifact(parse_kernels(scale_kernel()), codegen_target("x86"))
+    art = compile_artifact(parse_kernels(scale_kernel()), "x86", cache=None)
     again = Artifact.from_bytes(art.to_bytes())
     assert again == art
     with pytest.raises(ValueError):

@@ -25,13 +25,11 @@ def msl_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
 
 def metallib_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
     from tessera.runtime.cache import CompileCache
-    from tessera.runtime.options import RuntimeOptions
 
     from .msl.metallib import compile_metallib
 
     _, module = prev.value
-    root = RuntimeOptions().cache_dir
-    artifact = compile_metallib(module.source, module.signatures, CompileCache(root) if root else None)
+    artifact = compile_metallib(module.source, module.signatures, CompileCache.default())
     names = ", ".join(k.name for k in module.kernels)
     return StageOutput((artifact, module), f"// metallib, {len(artifact.data)} bytes; kernels: {names}\n", "metallib",
                        artifact.data)

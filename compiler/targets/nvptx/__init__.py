@@ -27,6 +27,7 @@ class Nvptx(GpuTarget):
     name = "ptx"
     device = "cuda"
     default_stage = "ptx"
+    artifact_stage = "ptx"  # PTX text: the CUDA driver compiles it for the device it runs on
 
     def models(self) -> TargetModels:
         return TargetModels(conv_layouts=CONV_LAYOUTS)
@@ -35,6 +36,12 @@ class Nvptx(GpuTarget):
         from ..llvm_stages import assembly_stage, llvm_stage
 
         return {"llvm": llvm_stage, "ptx": assembly_stage("ptx"), "cubin": cubin_stage}  # cubin: needs ptxas
+
+    def device_features(self, device) -> str | None:
+        """The sm of the CUDA device the kernels will run on."""
+        from tessera.runtime.cuda import device_sm
+
+        return device_sm(device)
 
     def codegen(self, features: str | None = None, cpu: str | None = None) -> NVPTXTarget:
         return NVPTXTarget(features=features, cpu=cpu)

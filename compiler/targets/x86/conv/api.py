@@ -28,18 +28,17 @@ from tessera.runtime.artifact import Artifact
 from tessera.runtime.cache import CompileCache, cache_key
 from tessera.runtime.device import Device
 from tessera.runtime.kernel import Kernel
-from tessera.runtime.options import RuntimeOptions
 
 
 def _artifact(spec: ConvSpec, features: str | None) -> Artifact:
     from tessera.compiler.codegen.fingerprint import codegen_fingerprint, tessera_version
 
-    root = RuntimeOptions().cache_dir
-    if root is None:
+    cache = CompileCache.default()
+    if cache is None:
         return build_conv(spec, features)
     key = cache_key("conv-kernel", repr(spec), conv_target(spec.isa, features).cache_key(), tessera_version(),
                     codegen_fingerprint())
-    return CompileCache(root).get_or_build(key, lambda: build_conv(spec, features))
+    return cache.get_or_build(key, lambda: build_conv(spec, features))
 
 
 @functools.lru_cache(maxsize=128)

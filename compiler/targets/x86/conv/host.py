@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import SSAValue
 
 from tessera.compiler.targets.x86.conv.api import load_conv
 from tessera.compiler.targets.x86.conv.isa import CONV_ISAS, can_run_conv
@@ -57,18 +57,6 @@ def wants_tessera(op: tsr.ConvOp) -> bool:
     return (None not in layouts and _host_isa() is not None
             and all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result))
             and prefers_tessera("x86", ConvShape.of(op), *layouts))
-
-
-def own_kernel_conv(input: SSAValue, weight: SSAValue, bias: SSAValue | None, residual: SSAValue | None,
-                    result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
-    """A new conv with these operands (``ConvOp.with_epilogue``, not inserted
-    anywhere) if tessera's kernel would compute it (:func:`wants_tessera`), else None:
-    how a pass asks whether a rewrite it is about to make gives the kernel its conv."""
-    conv = tsr.ConvOp.with_epilogue(input, weight, bias, residual, result_type, properties)
-    if wants_tessera(conv):
-        return conv
-    conv.drop_all_references()
-    return None
 
 
 def conv_spec(op: tsr.ConvOp) -> ConvSpec:
