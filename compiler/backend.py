@@ -61,7 +61,8 @@ class BackendOptions:
     conv_kernels: bool = True
     """Run convs on tessera's own kernels where the conv cost model prefers them (x86);
     ``False``: every conv on the library (oneDNN), without the fusion passes that shape
-    convs for the kernel (the target's ``own_conv_kernel_passes``), to measure what the kernels buy."""
+    convs for the kernel and record the choice (the target's ``conv_kernel_passes()``), to measure what
+    the kernels buy."""
     freezing: bool = False
     """Like Inductor's ``freezing``: values computed from weights (packed conv and
     GEMM weights, a folded BatchNorm) are kept while each weight's version
@@ -176,14 +177,13 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
     from .stages import fuse_kernels, lower_kernels
 
     target = options.target_for(device.type)
-    disable = options.disable + (() if options.conv_kernels else target.own_conv_kernel_passes)
-    program_ir = lower_kernels(fuse_kernels(module, target.name, disable), target.name)
-    has_kernels = any(True for _ in program_ir.kernels.ops)
     features = options.features if options.features is not None else target.device_features(device)
+    disable = options.disable + (() if options.conv_kernels else target.conv_kernel_passes())
+    program_ir = lower_kernels(fuse_kernels(module, target.name, disable, features), target.name)
+    has_kernels = any(True for _ in program_ir.kernels.ops)
     kernels = (compile_kernels(program_ir.kernels, target.name, features, device=Device(device))
                if has_kernels else None)
-    return build_host_program(program_ir.host, kernels, device=device, conv_kernels=options.conv_kernels,
-                              freezing=options.freezing)
+    return build_host_program(program_ir.host, kernels, device=device, freezing=options.freezing)
 
 
 def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,

@@ -7,9 +7,9 @@
 
 Each ``tsr.launch`` allocates its results in the layouts their types name and
 launches the compiled kernel (arguments: the launch's operands, then its
-results). A convolution the conv cost model gives tessera's own kernel
-(``targets/x86/conv/host.py``) is launched the same way after a step that packs
-its weight. Library ops are calls (``library_calls``): a convolution goes to oneDNN
+results). A convolution ``select-conv-impl`` gave tessera's own kernel
+(``tsr.impl``: its vector path; ``targets/x86/conv/host.py``) is launched the same way
+after a step that packs its weight. Library ops are calls (``library_calls``): a convolution goes to oneDNN
 on the CPU in the layout the passes chose, ``tsr.int_mm``/``tsr.scaled_int_mm`` to tessera's exact
 int8 GEMM, ``tsr.addmm`` to MKL's packed GEMM, weights packed once per weight
 version (``weight_cache``); values computed from parameters alone are
@@ -37,6 +37,7 @@ from xdsl.ir import Operation, SSAValue
 from tessera.compiler.placements import in_layout, placement_of
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
+from tessera.passes.select_conv_impl import conv_impl
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program
 
@@ -65,10 +66,8 @@ class HostProgram:
 
 
 class _Builder:
-    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True,
-                 freezing: bool = False):
+    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device, freezing: bool = False):
         self.device = device
-        self.conv_kernels = conv_kernels
         self.freezing = freezing
         self.env = REFERENCE_CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
         self.kernels = kernels
@@ -119,10 +118,9 @@ class _Builder:
             self.steps.append(Launch(kernel, args))
             self.result.report.kernels += 1
         elif isinstance(op, tsr.ConvOp):
-            from tessera.compiler.targets.x86.conv.host import wants_tessera
-
-            if self.device.type == "cpu" and self.conv_kernels and wants_tessera(op):  # conv_kernel_model prefers tessera's kernel
-                self._launch_conv(op)
+            impl = conv_impl(op)  # recorded by select-conv-impl: tessera's kernel and its vector path
+            if impl is not None and self.device.type == "cpu":
+                self._launch_conv(op, impl)
             else:
                 self._call(op, OneDnnConv(op, self.freezing) if self.device.type == "cpu" else AtenConv(op))
         elif isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
@@ -136,12 +134,12 @@ class _Builder:
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
 
-    def _launch_conv(self, op: tsr.ConvOp) -> None:
+    def _launch_conv(self, op: tsr.ConvOp, isa: str) -> None:
         """``op`` on tessera's conv kernel: its weight packed by a step of its own
         (into a buffer no IR value names), then a launch like a fused kernel's."""
         from tessera.compiler.targets.x86.conv.host import conv_kernel
 
-        kernel, pack = conv_kernel(op, self.freezing)
+        kernel, pack = conv_kernel(op, isa, self.freezing)
         packed = self.new_buffer()
         self.steps.append(Call(pack, (self.operand(op.weight, op),), (packed,)))
         out = self.buffer(op.result)
@@ -206,16 +204,15 @@ def _count_host_op(report: GraphReport, op: Operation) -> None:
 
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
-                       device: torch.device = REFERENCE_CPU.device, conv_kernels: bool = True,
-                       freezing: bool = False) -> HostProgram:
+                       device: torch.device = REFERENCE_CPU.device, freezing: bool = False) -> HostProgram:
     """The program of ``@function`` in ``host``, launching ``kernels``'s kernels
-    (and tessera's conv kernels where the cost model prefers them, unless ``conv_kernels`` is false).
+    (and tessera's conv kernel for each conv ``select-conv-impl`` gave it).
     The ops that prepare convolution weights from parameters alone
     (``weight_preparation``) become one step; with ``freezing`` it runs them
     again only when those parameters change (``weight_cache``), else every call."""
     block = find_function(host, function).body.block
     preparing = weight_preparation(block)
-    b = _Builder(kernels, device, conv_kernels, freezing)
+    b = _Builder(kernels, device, freezing)
     inputs = tuple(b.buffer(a) for a in block.args)
     outputs: tuple[int, ...] = ()
     main, prepare, prepare_at = b.steps, [], None

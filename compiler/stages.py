@@ -50,12 +50,13 @@ def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
     return StageOutput(module, print_module(module), "mlir")
 
 
-def fuse_kernels(module: ModuleOp, target: str, disable: tuple[str, ...] = ()) -> ModuleOp:
+def fuse_kernels(module: ModuleOp, target: str, disable: tuple[str, ...] = (), features: str | None = None) -> ModuleOp:
     """A copy of a graph-optimized module with its fusible groups in ``tsr.fused``
-    regions, by ``target``'s fusion pipeline (``disable``: passes left out, as the
-    backend option)."""
+    regions, by ``target``'s fusion pipeline for ``features`` (``disable``: passes
+    left out, as the backend option)."""
     fused = module.clone()
-    build_pipeline(without(targets.get(target).fusion_pipeline(), disable)).apply(make_context(), fused)
+    pipeline = without(targets.get(target).fusion_pipeline(features), disable)
+    build_pipeline(pipeline).apply(make_context(), fused)
     verify_module(fused)
     return fused
 
@@ -75,7 +76,7 @@ def lower_kernels(fused: ModuleOp, target: str):
 
 
 def _fused(prev: StageOutput, opts: StageOptions) -> StageOutput:
-    module = fuse_kernels(prev.value, opts.target)
+    module = fuse_kernels(prev.value, opts.target, features=opts.features)
     return StageOutput(module, print_module(module), "mlir")
 
 

@@ -50,21 +50,25 @@ from .fuse_conv_epilogues import replace_by_conv
 from .target_models import own_kernel_conv, target_models
 
 
-def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, target: str) -> tsr.ConvOp | None:
+def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, target: str,
+            features: str | None) -> tsr.ConvOp | None:
     """``conv`` reading ``input`` and giving ``result_type``, where the target's own kernel would compute it."""
     if conv.residual_input is not None and result_type != conv.result.type:
         return None  # the residual is in the result's layout
-    return own_kernel_conv(target, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
+    return own_kernel_conv(target, features, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
 
 
 @dataclass
 class FoldRelayoutIntoConvInput(RewritePattern):
     target: str
+    features: str | None
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.ConvOp, rewriter: PatternRewriter) -> None:
         relayout = op.input.owner
-        folded = _folded(op, relayout.input, op.result.type, self.target) if isinstance(relayout, tsr.RelayoutOp) else None
+        if not isinstance(relayout, tsr.RelayoutOp):
+            return
+        folded = _folded(op, relayout.input, op.result.type, self.target, self.features)
         if folded is not None:
             replace_by_conv(rewriter, op, folded, [] if relayout.result.has_more_than_one_use() else [relayout])
 
@@ -72,12 +76,13 @@ class FoldRelayoutIntoConvInput(RewritePattern):
 @dataclass
 class FoldRelayoutIntoConvResult(RewritePattern):
     target: str
+    features: str | None
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.RelayoutOp, rewriter: PatternRewriter) -> None:
         conv = op.input.owner
         if isinstance(conv, tsr.ConvOp) and conv.result.has_one_use():
-            folded = _folded(conv, conv.input, op.result.type, self.target)
+            folded = _folded(conv, conv.input, op.result.type, self.target, self.features)
             if folded is not None:
                 replace_by_conv(rewriter, op, folded, [conv])
 
@@ -86,10 +91,13 @@ class FoldRelayoutIntoConvResult(RewritePattern):
 class FoldRelayoutsIntoConvs(ModulePass):
     name = "fold-relayouts-into-convs"
     target: str
+    features: str = ""
+    """The CPU to build for (empty: this host's)."""
 
     def __post_init__(self) -> None:
         target_models(self.target)  # a ValueError naming the known targets
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [FoldRelayoutIntoConvInput(self.target), FoldRelayoutIntoConvResult(self.target)]
+        f = self.features or None
+        patterns = [FoldRelayoutIntoConvInput(self.target, f), FoldRelayoutIntoConvResult(self.target, f)]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

@@ -72,14 +72,14 @@ def _in_layout(v: SSAValue, t: Attribute, before: Operation) -> SSAValue | None:
 
 
 def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.ConvOp, r: SSAValue,
-                          target: str) -> bool:
+                          target: str, features: str | None) -> bool:
     """Fuses ``add(conv, r)`` into a conv that writes the add's layout (not the conv's),
     reading ``r`` as it is, where tessera's kernel computes that conv: a ResNet
     shortcut ``add(conv_nhwc, x_nchw) -> nchw`` becomes one kernel, no relayout."""
     t = add.result.type
     if r.type != t or t == conv.result.type or t.get_shape() != conv.result.type.get_shape():
         return False
-    fused = own_kernel_conv(target, conv.input, conv.weight, conv.bias, r, t, conv.properties)
+    fused = own_kernel_conv(target, features, conv.input, conv.weight, conv.bias, r, t, conv.properties)
     if fused is None:
         return False
     replace_by_conv(rewriter, add, fused, [conv])
@@ -89,6 +89,7 @@ def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.C
 @dataclass
 class FuseConvResidual(RewritePattern):
     target: str
+    features: str | None = None
     all_convs: bool = False
 
     @op_type_rewrite_pattern
@@ -98,10 +99,10 @@ class FuseConvResidual(RewritePattern):
             conv = _bare_conv(y) if y is not r else None
             if conv is None or not isinstance(r.type, TensorType):
                 continue
-            if _writes_in_add_layout(rewriter, op, conv, r, self.target):
+            if _writes_in_add_layout(rewriter, op, conv, r, self.target, self.features):
                 return
             chooser = target_models(self.target).own_conv_kernel
-            if not (self.all_convs or (chooser is not None and chooser(conv))):
+            if not (self.all_convs or (chooser is not None and chooser(conv, self.features) is not None)):
                 continue
             t = conv.result.type
             if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()
@@ -120,10 +121,12 @@ class FuseConvResidual(RewritePattern):
 class FuseConvResiduals(ModulePass):
     name = "fuse-conv-residuals"
     target: str
+    features: str = ""
+    """The CPU to build for (empty: this host's)."""
     all_convs: bool = False
 
     def __post_init__(self) -> None:
         target_models(self.target)  # a ValueError naming the known targets
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseConvResidual(self.target, self.all_convs)).rewrite_module(op)
+        PatternRewriteWalker(FuseConvResidual(self.target, self.features or None, self.all_convs)).rewrite_module(op)

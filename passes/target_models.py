@@ -12,9 +12,10 @@ its :class:`TargetModels` when the registry is imported.
   least ``MIN_GAIN`` faster: below that, the relayouts an isolated conv needs
   at its boundaries cost more than the conv gains. Every table ends in a
   catch-all. The tables and their measurements are in each target's folder.
-- ``own_conv_kernel``: whether the target's own conv kernel would compute a
-  given ``tsr.conv`` (``fold-relayouts-into-convs``, ``fuse-conv-residuals``
-  rewrite a conv only where it would); absent: never.
+- ``own_conv_kernel``: which implementation of the target's own conv kernel
+  would compute a given ``tsr.conv`` for given features, if any
+  (``select-conv-impl`` records it; ``fold-relayouts-into-convs`` and
+  ``fuse-conv-residuals`` rewrite a conv only where it would); absent: never.
 
     register_target_models("x86", TargetModels(conv_layouts=(Rule("f32 conv2d", lambda c: True, 1.15),)))
     prefers_channels_last("x86", ConvShape.of(conv))   # True
@@ -106,8 +107,10 @@ def prefers_channels_last(target: str, conv: ConvShape) -> bool:
 @dataclass(frozen=True)
 class TargetModels:
     conv_layouts: tuple[Rule, ...]
-    own_conv_kernel: Callable[[Any], bool] | None = None
-    """``own_conv_kernel(conv)``: the target's own kernel would compute this ``tsr.conv``."""
+    own_conv_kernel: Callable[[Any, str | None], str | None] | None = None
+    """``own_conv_kernel(conv, features)``: the implementation of the target's own kernel
+    that would compute this ``tsr.conv`` for these features (``None``: the host's), or None
+    where the library should."""
 
 
 _MODELS: dict[str, TargetModels] = {}
@@ -129,8 +132,8 @@ def known_targets() -> tuple[str, ...]:
     return tuple(sorted(_MODELS))
 
 
-def own_kernel_conv(target: str, input: SSAValue, weight: SSAValue, bias: SSAValue | None, residual: SSAValue | None,
-                    result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
+def own_kernel_conv(target: str, features: str | None, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
+                    residual: SSAValue | None, result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
     """A new conv with these operands (``ConvOp.with_epilogue``, not inserted
     anywhere) if ``target``'s own kernel would compute it, else None: how a pass
     asks whether a rewrite it is about to make gives the kernel its conv."""
@@ -138,7 +141,7 @@ def own_kernel_conv(target: str, input: SSAValue, weight: SSAValue, bias: SSAVal
     if chooser is None:
         return None
     conv = tsr.ConvOp.with_epilogue(input, weight, bias, residual, result_type, properties)
-    if chooser(conv):
+    if chooser(conv, features) is not None:
         return conv
     conv.drop_all_references()
     return None

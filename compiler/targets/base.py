@@ -64,8 +64,9 @@ class Target:
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
     own_conv_kernel_passes: tuple[str, ...] = ()
-    """Fusion passes that shape convs for the target's own conv kernel, by name (run with
-    ``{target=<name>}``; left out with ``conv_kernels=False``)."""
+    """Fusion passes that shape convs for the target's own conv kernel, by name; with any,
+    ``select-conv-impl`` records each conv's implementation at the end of the fusion step.
+    All run with ``{target=<name> features=...}`` and are left out with ``conv_kernels=False``."""
     default_stage: str = ""
     """What ``compilerctl dump`` prints without ``--stage``: the last text stage."""
     artifact_stage: str = ""
@@ -96,11 +97,19 @@ class Target:
             "dce",
         )
 
-    def fusion_pipeline(self) -> tuple[str, ...]:
-        """Library ops take the epilogues they compute themselves, then the
-        remaining pointwise/reduction groups become kernels."""
-        own = (f"{p}{{target={self.name}}}" for p in self.own_conv_kernel_passes)
-        return (*own, "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", "fuse-kernels")
+    def conv_kernel_passes(self) -> tuple[str, ...]:
+        """The fusion passes that exist for the target's own conv kernel (names)."""
+        return (*self.own_conv_kernel_passes, "select-conv-impl") if self.own_conv_kernel_passes else ()
+
+    def fusion_pipeline(self, features: str | None = None) -> tuple[str, ...]:
+        """Convs shaped for the target's own kernel; library ops take the epilogues
+        they compute themselves; each conv's implementation recorded; then the
+        remaining pointwise/reduction groups become kernels. ``features``: the CPU
+        to build for (``None``: this host's)."""
+        options = f"{{target={self.name}" + (f' features="{features}"' if features else "") + "}"
+        shape = [p + options for p in self.own_conv_kernel_passes]
+        select = [p + options for p in self.conv_kernel_passes() if p not in self.own_conv_kernel_passes]
+        return (*shape, "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", *select, "fuse-kernels")
 
     # -- code generation ------------------------------------------------------------
     def stages(self) -> dict[str, Stage]:

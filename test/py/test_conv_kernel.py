@@ -249,9 +249,9 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
 
 def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
     """Every x86 conv on tessera's kernel (reading and writing NCHW too, unless not ``contiguous_input``)."""
-    import tessera.compiler.targets.x86.conv.host as host
+    import tessera.compiler.targets.x86.conv_choice as host
 
-    if host._host_isa() is None:
+    if host.host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: (
         target == "x86" and (contiguous_input or all(v == "channels_last" for v in layouts))))

@@ -88,12 +88,12 @@ func.func @forward(%x: {T(X, "f32", "nhwc")}, %w: {T(W, "f32", "nhwc")}, %c: {b}
 def test_x86_fuses_residuals_where_tesseras_kernel_computes_the_conv(monkeypatch):
     """tessera's kernel adds the residual as it stores; oneDNN's binary post-op
     measured slower than the add in the next kernel; GPU convs go through ATen."""
-    import tessera.compiler.targets.x86.conv.host as host
+    import tessera.compiler.targets.x86.conv_choice as host
     from tessera.compiler.stages import fuse_kernels
 
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: False)  # oneDNN computes it
     assert ops(fuse_kernels(parse(block()), "x86"), tsr.ConvOp)[0].residual is None
-    if host._host_isa() is not None:
+    if host.host_isa() is not None:
         monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: target == "x86")
         assert ops(fuse_kernels(parse(block()), "x86"), tsr.ConvOp)[0].residual is not None
     for target in ("ptx", "metal"):

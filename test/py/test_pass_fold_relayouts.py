@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tessera.compiler.targets.x86.conv import host
+from tessera.compiler.targets.x86 import conv_choice as host
 from tessera.dialects import tsr
 
 from conftest import record_launches
@@ -38,7 +38,7 @@ func.func @forward(%x: {x}, %w: {w}, %b: {T([cout], elem)}) -> ({results}) {{
 
 @pytest.fixture
 def kernel_host():
-    if host._host_isa() is None:
+    if host.host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
 
 

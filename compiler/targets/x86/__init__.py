@@ -10,13 +10,8 @@ from tessera.passes.target_models import TargetModels
 
 from ..base import CpuTarget
 from .codegen import X86_TRIPLE, X86Target
+from .conv_choice import kernel_isa
 from .conv_layouts import CONV_LAYOUTS
-
-
-def _own_conv_kernel(conv) -> bool:
-    from .conv.host import wants_tessera  # imports torch: only when a pass asks
-
-    return wants_tessera(conv)
 
 
 class X86(CpuTarget):
@@ -30,7 +25,7 @@ class X86(CpuTarget):
     own_conv_kernel_passes = ("fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
-        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=_own_conv_kernel)
+        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa)
 
     def codegen(self, features: str | None = None, cpu: str | None = None) -> X86Target:
         return X86Target(features=features, cpu=cpu)

@@ -1,9 +1,15 @@
-// fold-relayouts-into-convs: a conv tessera's kernel computes (an x86 host with
-// AVX2 runs it) reads its NCHW input directly with 16-64 input channels, and
-// writes NCHW itself: the relayouts go; with 8 input channels the cost model
-// keeps the relayout and oneDNN.
-// REQUIRES: avx2
-// RUN: compilerctl opt %s -p "fold-relayouts-into-convs{target=x86}" | filecheck %s
+// fold-relayouts-into-convs: a conv tessera's kernel computes (an x86 CPU with
+// AVX2 and FMA, named by the features: no host is asked) reads its NCHW input
+// directly with 16-64 input channels, and writes NCHW itself: the relayouts go;
+// with 8 input channels the cost model keeps the relayout and oneDNN. A CPU the
+// kernel cannot run on (SSE only) keeps every relayout.
+// RUN: compilerctl opt %s -p 'fold-relayouts-into-convs{target=x86 features="+avx2,+fma"}' | filecheck %s
+// RUN: compilerctl opt %s -p 'fold-relayouts-into-convs{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=NONE
+
+// NONE-LABEL: func.func @first_conv(
+// NONE: tsr.relayout
+// NONE-LABEL: func.func @last_conv(
+// NONE: tsr.relayout
 
 // CHECK-LABEL: func.func @first_conv(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<1x32x10x12xf32, #tsr.layout<nchw>>

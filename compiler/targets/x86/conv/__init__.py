@@ -16,21 +16,25 @@ kernel ABI), ``build`` (LLVM IR / assembly / artifact), ``api``
 
 from __future__ import annotations
 
-from tessera.compiler.targets.x86.conv.api import conv_channels_last, load_conv, spec_for
-from tessera.compiler.targets.x86.conv.build import build_conv, conv_assembly, conv_llvm_ir
-from tessera.compiler.targets.x86.conv.errors import (
-    ConvIsaUnavailable,
-    ConvKernelError,
-    ConvOperandMismatch,
-    InvalidConvSpec,
-    UnknownConvIsa,
-)
-from tessera.compiler.targets.x86.conv.isa import CONV_ISAS, can_run_conv, get_conv_isa, select_conv_isa
-from tessera.compiler.targets.x86.conv.packing import PackedConvWeight, pack_weight
-from tessera.compiler.targets.x86.conv.spec import ACTIVATIONS, ConvSpec
+import importlib
 
-__all__ = [
-    "ACTIVATIONS", "CONV_ISAS", "ConvIsaUnavailable", "ConvKernelError", "ConvOperandMismatch", "ConvSpec",
-    "InvalidConvSpec", "PackedConvWeight", "UnknownConvIsa", "build_conv", "can_run_conv", "conv_assembly",
-    "conv_channels_last", "conv_llvm_ir", "get_conv_isa", "load_conv", "pack_weight", "select_conv_isa", "spec_for",
-]
+_EXPORTS = {
+    "conv_channels_last": "api", "load_conv": "api", "spec_for": "api",
+    "build_conv": "build", "conv_assembly": "build", "conv_llvm_ir": "build",
+    "ConvIsaUnavailable": "errors", "ConvKernelError": "errors", "ConvOperandMismatch": "errors",
+    "InvalidConvSpec": "errors", "UnknownConvIsa": "errors",
+    "CONV_ISAS": "isa", "can_run_conv": "isa", "get_conv_isa": "isa", "select_conv_isa": "isa",
+    "PackedConvWeight": "packing", "pack_weight": "packing", "ACTIVATIONS": "spec", "ConvSpec": "spec",
+}
+"""Names imported on first use, so that ``conv.isa`` & co. load without torch (``api`` and
+``packing`` need it; the passes' ``conv_choice`` does not)."""
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = sorted(_EXPORTS)

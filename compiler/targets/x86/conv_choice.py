@@ -1,0 +1,60 @@
+"""Which ``tsr.conv`` tessera's x86 conv kernel computes, and on which vector path:
+the x86 target's ``own_conv_kernel`` model, asked by ``select-conv-impl`` (which
+records the answer on the op) and by the passes that shape convs for the kernel.
+
+    kernel_isa(conv, "+avx512f")      # "avx512": the kernel computes it, on zmm
+    kernel_isa(conv, "+avx2,+fma")    # "avx2"
+    kernel_isa(conv, None)            # this host's widest path, or None (no AVX2 and FMA)
+    kernel_isa(bf16_conv, None)       # None: the library (oneDNN) computes it
+
+The kernel takes f32 2-D/3-D convs reading and writing channels-last or
+contiguous tensors, of a class the measured cost model
+(``conv_kernel_model.py``) gives it in those layouts. Imports no torch, so the
+IR tools run the passes without it.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import channels_last, identity, layout_of
+from tessera.dialects.tsr.shapes import elem_of
+from tessera.passes.target_models import ConvShape
+
+from .conv.errors import ConvIsaUnavailable
+from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
+from .conv_kernel_model import prefers_tessera
+
+
+def host_isa() -> str | None:
+    """The widest conv kernel path this CPU runs, or None."""
+    return next((isa for isa in CONV_ISAS if can_run_conv(isa)), None)
+
+
+def _isa(features: str | None) -> str | None:
+    if not features:
+        return host_isa()
+    try:
+        return isa_of_features(features)
+    except ConvIsaUnavailable:
+        return None
+
+
+def kernel_layout(v: SSAValue) -> str | None:
+    """How the kernel would read or write ``v``: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
+    rank = len(v.type.get_shape())
+    layout = layout_of(v.type)
+    return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
+
+
+def kernel_isa(op: tsr.ConvOp, features: str | None = None) -> str | None:
+    """The vector path on which tessera's kernel computes ``op`` for ``features``
+    (``None``: this host's), or None where the library should."""
+    rank = len(op.input.type.get_shape())
+    layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
+    if None in layouts or not all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result)):
+        return None
+    isa = _isa(features)
+    return isa if isa is not None and prefers_tessera("x86", ConvShape.of(op), *layouts) else None
