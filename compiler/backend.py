@@ -79,7 +79,7 @@ class BackendOptions:
             raise ValueError(f"tessera: unknown target '{self.target}', expected one of {list(targets.names())}")
         object.__setattr__(self, "disable", tuple(self.disable))
         target = self.target_for("cpu")
-        optional = [pass_name(p) for p in (*target.graph_pipeline(), *target.fusion_pipeline())
+        optional = [pass_name(p) for p in (*target.graph_pipeline(freezing=True), *target.fusion_pipeline())
                     if p not in ("dce", "fuse-kernels")]
         unknown = sorted(set(self.disable) - set(optional))
         if unknown:
@@ -97,13 +97,8 @@ class BackendOptions:
             return targets.host_cpu()
 
     def pipeline(self) -> tuple[str, ...]:
-        """The target's graph pipeline without the disabled passes, and without
-        ``fold-affine-into-conv`` unless ``freezing``: a folded weight is a new
-        weight, which the default computes and packs again on every call (2.4x
-        the time of ResNet-18 at 64x64 on 1 thread); unfolded, the BatchNorm is
-        a per-channel scale and shift fused into the kernel after the conv."""
-        unfolded = () if self.freezing else ("fold-affine-into-conv",)
-        return without(self.target_for("cpu").graph_pipeline(), self.disable + unfolded)
+        """The target's graph pipeline (``Target.graph_pipeline(freezing)``) without the disabled passes."""
+        return without(self.target_for("cpu").graph_pipeline(self.freezing), self.disable)
 
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> BackendOptions:

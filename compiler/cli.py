@@ -141,7 +141,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
         except OSError as e:
             raise TesseraError(f"cannot create the output folder: {e.strerror or e}", Location(args.output)) from None
     for name, gm in _capture_model(args.model, args.training):
-        outputs = run_stages(gm, args.target, None if args.all_stages else upto, args.features)
+        outputs = run_stages(gm, args.target, None if args.all_stages else upto, args.features,
+                             freezing=args.freezing)
         shown = outputs if args.all_stages else {upto: outputs[upto]}
         for stage, so in shown.items():
             if outdir:
@@ -212,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = s.add_mutually_exclusive_group()
     g.add_argument("--stage", help="the stage to print (default: asm on x86, else the last implemented)")
     g.add_argument("--all-stages", action="store_true")
+    s.add_argument("--freezing", action="store_true",
+                   help="the pipeline of torch.compile's freezing=True (BatchNorm folded into the conv)")
     s.add_argument("-o", "--output", help="write one file per graph and stage into this folder")
     s.add_argument("--training", action="store_true")
     s.add_argument("--features", help=FEATURES_HELP)

@@ -17,6 +17,8 @@ class StageOptions:
 
     target: str
     features: str | None = None
+    freezing: bool = False
+    """As ``torch.compile``'s option: fold what depends on weights alone at compile time."""
 
 
 @dataclass

@@ -45,7 +45,7 @@ def _graph(prev: StageOutput, opts: StageOptions) -> StageOutput:
 
 def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
     module = prev.value.clone()
-    build_pipeline(targets.get(opts.target).graph_pipeline()).apply(make_context(), module)
+    build_pipeline(targets.get(opts.target).graph_pipeline(opts.freezing)).apply(make_context(), module)
     verify_module(module)
     return StageOutput(module, print_module(module), "mlir")
 
@@ -98,10 +98,11 @@ def stage_names(target: str) -> tuple[str, ...]:
 
 
 def run_stages(start: Any, target: str, upto: str | None = None, features: str | None = None,
-               start_at: str = "fx") -> dict[str, StageOutput]:
+               start_at: str = "fx", freezing: bool = False) -> dict[str, StageOutput]:
     """Run the stages of ``target`` in order from ``start_at`` (whose value is
     ``start``: an FX graph for ``fx``, a ``kernel``-stage program for ``kernel``)
-    up to ``upto`` (default: all); return each stage's output by name.
+    up to ``upto`` (default: all); return each stage's output by name. ``freezing``:
+    the graph pipeline ``torch.compile`` runs with ``freezing=True``.
 
     On a host without a stage's toolchain (``xcrun``), a run of all stages
     stops there with a note in place of that stage's output."""
@@ -109,7 +110,7 @@ def run_stages(start: Any, target: str, upto: str | None = None, features: str |
     for name, what in ((upto, "stage"), (start_at, "start stage")):
         if name is not None and name not in names:
             raise UnsupportedStage(f"unknown {what} '{name}' for target {target}; stages: {', '.join(names)}")
-    opts = StageOptions(target, features)
+    opts = StageOptions(target, features, freezing)
     outputs: dict[str, StageOutput] = {}
     prev = _fx(start, opts) if start_at == "fx" else StageOutput(start, "", "")
     outputs[start_at] = prev

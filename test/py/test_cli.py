@@ -176,3 +176,25 @@ def test_passes_and_targets_list():
 
     proc = run("passes", "--pipeline", "x86")
     assert proc.returncode == 0 and proc.stdout.strip() == ",".join(targets.get("x86").graph_pipeline()), (proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+@pytest.mark.parametrize("name", ["mobilenet_block", "int8_linear", "video_vae_block"])
+def test_dump_shows_every_kernel_the_program_launches(name, freezing, monkeypatch):
+    """What ``dump`` shows is what runs: each kernel a compiled model launches (fused
+    kernels, tessera's conv kernels, the int8 GEMM and its packing) is a symbol of the
+    ``asm`` stage of the same pipeline (``--freezing`` as the option)."""
+    import torch
+
+    from conftest import example, record_launches
+
+    model, args = example(name)
+    launched = record_launches(monkeypatch)
+    with torch.no_grad():
+        torch.compile(model, backend="tessera", options={"strict": True, "freezing": freezing})(*args)
+    torch._dynamo.reset()
+    assert launched, f"{name}: nothing was launched"
+    proc = run("dump", f"examples/{name}.py", "--stage", "asm", *(["--freezing"] if freezing else []))
+    assert proc.returncode == 0, proc.stderr
+    defined = set(re.findall(r"^([A-Za-z_][\w.]*):", proc.stdout, re.M))
+    assert not set(launched) - defined, f"launched but not in the dump: {sorted(set(launched) - defined)}"

@@ -1,12 +1,17 @@
 """The kernels tessera generates for library ops of the host graph, as LLVM IR
-beside the fused kernels (stages ``llvm``/``asm``/``obj``).
+beside the fused kernels (stages ``llvm``/``asm``/``obj``): every kernel the host
+program launches besides the fused ones, so ``compilerctl dump`` shows them all.
 
     %y = tsr.scaled_int_mm %x, %w, %xs, %ws, %b : (tensor<32x64xui8>, tensor<64x16xi8>, ...) -> tensor<32x16xf32>
     // -> define void @int8_gemm_u8s8_avx512vnni_scale_bias_32x16x64(ptr %a, ptr %b_packed, ..., i64 %lo, i64 %hi)
+    //    define void @int8_pack_b_avx512vnni_u8_64x16(...)            (B into the GEMM's blocked layout)
+    %y = tsr.conv %x, %w {..., tsr.impl = "avx512"} : (...) -> ...
+    // -> define void @conv2d_avx512_n1_48to8_9x9_k1x1(...)
 
 The int8 GEMMs (``tsr.int_mm``, ``tsr.scaled_int_mm``) get the fastest path the
-target's features allow (``+avx512vnni``: ``vpdpbusd`` on zmm); the same spec
-that the runtime builds when the host program first runs the op.
+target's features allow (``+avx512vnni``: ``vpdpbusd`` on zmm), with the kernel
+that packs B; a conv gets the path ``select-conv-impl`` recorded. The specs are
+those the host program builds when it first runs the op.
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ from xdsl.dialects.builtin import ModuleOp, i8
 
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.targets.x86.codegen import enabled_features
+from tessera.compiler.targets.x86.conv.kernel import conv_module
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.int8_gemm import Int8GemmSpec, IsaUnavailable, select_isa
 from tessera.compiler.targets.x86.int8_gemm.gemm import gemm_module
+from tessera.compiler.targets.x86.int8_gemm.pack_kernel import pack_module
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import elem_of, shape_of
+from tessera.passes.select_conv_impl import conv_impl
 
 
 def int8_gemm_specs(host: ModuleOp, isa: str) -> list[Int8GemmSpec]:
@@ -33,11 +42,25 @@ def int8_gemm_specs(host: ModuleOp, isa: str) -> list[Int8GemmSpec]:
     return list(specs)
 
 
+def conv_specs(host: ModuleOp) -> list[ConvSpec]:
+    """One spec per distinct conv of ``host`` that tessera's kernel computes (``tsr.impl``)."""
+    from .conv.host import conv_spec
+
+    specs = {conv_spec(op, impl): None for op in host.walk()
+             if isinstance(op, tsr.ConvOp) and (impl := conv_impl(op)) is not None}
+    return list(specs)
+
+
 def library_kernel_modules(host: ModuleOp, target: LlvmTarget) -> list[ir.Module]:
-    """LLVM modules of the library-op kernels of ``host`` for ``target`` (none where
-    the features allow no int8 path)."""
+    """LLVM modules of the kernels of ``host``'s library ops for ``target``: its convs
+    on tessera's kernel, and its int8 GEMMs with their packing (none where the
+    features allow no int8 path)."""
+    modules = [conv_module(spec, target) for spec in conv_specs(host)]
     try:
         isa = select_isa(enabled_features(target.features))
     except IsaUnavailable:
-        return []
-    return [gemm_module(spec, target) for spec in int8_gemm_specs(host, isa)]
+        return modules
+    gemms = int8_gemm_specs(host, isa)
+    packs = {(g.K, g.N, g.isa, g.a_signed): None for g in gemms}
+    return (modules + [gemm_module(spec, target) for spec in gemms]
+            + [pack_module(*key, target) for key in packs])
