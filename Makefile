@@ -1,12 +1,12 @@
 # The two commands of the README: `make demo` and `make test` (which lints first).
 .PHONY: setup demo test lit pytest lint
 
-# mypy covers the registry, the driver and the runtime (typed clean); the rest of the tree
-# is ruff-clean and joins mypy's list as it is typed.
-TYPED = compiler/targets/__init__.py compiler/targets/base.py compiler/targets/llvm_stages.py \
-	compiler/targets/*/__init__.py compiler/targets/*/codegen.py compiler/targets/*/conv_layouts.py \
-	compiler/stage_io.py compiler/build.py compiler/placements.py compiler/stages.py compiler/translate.py \
-	passes/target_models.py runtime/
+# mypy covers the registry with every target's folder, the driver, the host program and the
+# runtime (typed clean); the rest of the tree is ruff-clean and joins mypy's list as it is typed.
+TYPED = compiler/targets/ compiler/stage_io.py compiler/build.py compiler/placements.py compiler/stages.py \
+	compiler/translate.py compiler/backend.py compiler/host_program.py compiler/library_calls.py compiler/cli.py \
+	compiler/lazy_exports.py compiler/codegen/fingerprint.py passes/target_models.py passes/select_impl.py passes/fuse_conv_residuals.py \
+	passes/fold_relayouts_into_convs.py runtime/
 
 setup:
 	./scripts/setup.sh

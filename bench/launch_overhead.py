@@ -46,7 +46,7 @@ def main() -> None:
     model, args = load_example(str(ROOT / "examples" / "resnet_block.py"), "benchmark")
     module = import_graph(capture(model, args).forward[0]).module
     build_pipeline(targets.get("x86").graph_pipeline()).apply(make_context(), module)
-    host = compile_kernels_of(module, BackendOptions())
+    host = compile_kernels_of(module, BackendOptions().compile_options(torch.device("cpu")))
     print(f"torch {torch.__version__}, {a.threads} threads, OpenMP available: {openmp.available()}")
     print("| kernel | grid | MB moved | 1 thread ms | thread pool ms | OpenMP ms | OpenMP GB/s |\n|---|---|---:|---:|---:|---:|---:|")
     for step in host.program.steps:

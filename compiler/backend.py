@@ -39,6 +39,7 @@ from .interpreter import Interpreter, find_function
 from .ir_io import print_module, verify_module
 from .pass_pipeline import build_pipeline, pass_name, without
 from .report import ATEN, INTERPRETER, FallbackError, GraphReport, publish
+from .stage_io import CompileOptions
 
 log = logging.getLogger("tessera")
 
@@ -61,7 +62,7 @@ class BackendOptions:
     conv_kernels: bool = True
     """Run convs on tessera's own kernels where the conv cost model prefers them (x86);
     ``False``: every conv on the library (oneDNN), without the fusion passes that shape
-    convs for the kernel and record the choice (the target's ``conv_kernel_passes()``), to measure what
+    convs for the kernel (the target's ``own_conv_kernel_passes``), to measure what
     the kernels buy."""
     freezing: bool = False
     """Like Inductor's ``freezing``: values computed from weights (packed conv and
@@ -100,6 +101,13 @@ class BackendOptions:
         """The target's graph pipeline (``Target.graph_pipeline(freezing)``) without the disabled passes."""
         return without(self.target_for("cpu").graph_pipeline(self.freezing), self.disable)
 
+    def compile_options(self, device: torch.device) -> CompileOptions:
+        """The options of a graph on ``device``, resolved once: its target, and the
+        features to build for (those asked for, else the device's: a CUDA GPU's sm)."""
+        target = self.target_for(device.type)
+        features = self.features if self.features is not None else target.device_features(device)
+        return CompileOptions(target.name, features, self.freezing, self.conv_kernels, self.disable)
+
     @classmethod
     def from_dict(cls, options: dict[str, Any] | None) -> BackendOptions:
         options = dict(options or {})
@@ -127,7 +135,7 @@ class GraphProgram:
         self.module = module
         self.output_is_none = output_is_none
         self.compiled = run is not None
-        self._run = run or Interpreter(module).run
+        self._run: Callable[..., list[torch.Tensor]] | None = run or Interpreter(module).run
         self._fallback = fallback
         self._strict = strict
         self._kind = kind
@@ -135,10 +143,11 @@ class GraphProgram:
                         for a in find_function(module).body.block.args]
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
-        if self._fallback is not None and self._run is None:
+        run = self._run
+        if run is None and self._fallback is not None:
             return list(self._fallback(*inputs))
         try:
-            return self._program(inputs)
+            return self._program(run, inputs)
         except Exception as e:  # noqa: BLE001 - the captured graph still gives eager's answer
             if self._strict or self._fallback is None:
                 raise
@@ -148,11 +157,13 @@ class GraphProgram:
             self._run, self.compiled = None, False
             return outputs
 
-    def _program(self, inputs) -> list[torch.Tensor | None]:
+    def _program(self, run: Callable[..., list[torch.Tensor]] | None, inputs) -> list[torch.Tensor | None]:
+        if run is None:
+            raise FallbackError("the graph runs as ATen and has no captured graph to run")
         # Dynamo guards on strides, so inputs arrive as traced and nothing is copied.
         xs = [in_layout(x, t) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
               for x, (t, p) in zip(inputs, self._inputs)]
-        values = iter(self._run(*xs))
+        values = iter(run(*xs))
         return [None if none else next(values) for none in self.output_is_none]
 
 
@@ -162,7 +173,7 @@ def graph_device(example_inputs) -> torch.device:
                 torch.device("cpu"))
 
 
-def compile_kernels_of(module: ModuleOp, options: BackendOptions,
+def compile_kernels_of(module: ModuleOp, options: CompileOptions,
                        device: torch.device = torch.device("cpu")) -> HostProgram:
     """Fuse, lower, compile and load the kernels of a graph-optimized module:
     its host program (on ``device``: a CUDA device runs ptx kernels built for its sm)."""
@@ -171,14 +182,12 @@ def compile_kernels_of(module: ModuleOp, options: BackendOptions,
     from .build import compile_kernels
     from .stages import fuse_kernels, lower_kernels
 
-    target = options.target_for(device.type)
-    features = options.features if options.features is not None else target.device_features(device)
-    disable = options.disable + (() if options.conv_kernels else target.conv_kernel_passes())
-    program_ir = lower_kernels(fuse_kernels(module, target.name, disable, features), target.name)
+    program_ir = lower_kernels(fuse_kernels(module, options), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
-    kernels = (compile_kernels(program_ir.kernels, target.name, features, device=Device(device))
+    kernels = (compile_kernels(program_ir.kernels, options.target, options.features, device=Device(device))
                if has_kernels else None)
-    return build_host_program(program_ir.host, kernels, device=device, freezing=options.freezing)
+    return build_host_program(program_ir.host, kernels, device=device, freezing=options.freezing,
+                              target=targets.get(options.target))
 
 
 def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
@@ -213,13 +222,14 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     if options.print_ir:
         print(f"// tessera: {report.kind} graph\n{print_module(result.module)}")
     run = None
+    compile_options = options.compile_options(device)
     if not options.codegen:
         report.status, report.reason = INTERPRETER, "codegen=False"
-    elif not _runs_on(targets.get(options.target), device.type):
-        report.status, report.reason = INTERPRETER, f"target {options.target} does not run on {device.type} tensors"
+    elif not _runs_on(targets.get(compile_options.target), device.type):
+        report.status, report.reason = INTERPRETER, f"target {compile_options.target} does not run on {device.type} tensors"
     else:
         try:
-            host = compile_kernels_of(result.module, options, device)
+            host = compile_kernels_of(result.module, compile_options, device)
         except Exception as e:  # noqa: BLE001 - the interpreter still gives the right answer
             report.status, report.reason = INTERPRETER, _reason(e)
         else:

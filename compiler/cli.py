@@ -72,8 +72,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
         if args.verify_diagnostics:
             problems += check(produced, expectations(chunk.text, chunk.first_line), filename)
         elif produced:
-            for e in produced:
-                print(e, file=sys.stderr)
+            for err in produced:
+                print(err, file=sys.stderr)
             failed = True
             continue
         if not produced and module is not None:
@@ -131,6 +131,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_dump(args: argparse.Namespace) -> int:
     from . import targets
+    from .stage_io import CompileOptions
     from .stages import run_stages
 
     upto = args.stage or targets.get(args.target).default_stage
@@ -141,8 +142,8 @@ def cmd_dump(args: argparse.Namespace) -> int:
         except OSError as e:
             raise TesseraError(f"cannot create the output folder: {e.strerror or e}", Location(args.output)) from None
     for name, gm in _capture_model(args.model, args.training):
-        outputs = run_stages(gm, args.target, None if args.all_stages else upto, args.features,
-                             freezing=args.freezing)
+        options = CompileOptions(args.target, args.features, args.freezing)
+        outputs = run_stages(gm, options, None if args.all_stages else upto)
         shown = outputs if args.all_stages else {upto: outputs[upto]}
         for stage, so in shown.items():
             if outdir:

@@ -7,13 +7,13 @@
 
 Each ``tsr.launch`` allocates its results in the layouts their types name and
 launches the compiled kernel (arguments: the launch's operands, then its
-results). A convolution ``select-conv-impl`` gave tessera's own kernel
-(``tsr.impl``: its vector path; ``targets/x86/conv/host.py``) is launched the same way
-after a step that packs its weight. Library ops are calls (``library_calls``): a convolution goes to oneDNN
-on the CPU in the layout the passes chose, ``tsr.int_mm``/``tsr.scaled_int_mm`` to tessera's exact
-int8 GEMM, ``tsr.addmm`` to MKL's packed GEMM, weights packed once per weight
-version (``weight_cache``); values computed from parameters alone are
-prepared once per parameter version (``weight_preparation``).
+results). Library ops run as the target says (``Target.host_call``): on one
+of its own kernels (a :class:`KernelCall`: an x86 conv ``select-impl`` gave
+tessera's kernel, launched the same way after a step that packs its weight),
+or as a call (oneDNN's conv and MKL's GEMM on a CPU, ``library_calls``;
+tessera's exact int8 GEMM on x86; cuDNN through ATen on a GPU), weights packed
+once per weight version (``weight_cache``); values computed from parameters
+alone are prepared once per parameter version (``weight_preparation``).
 Every other op left on the host (GEMMs, ``tsr.aten_call``, an op the fusion
 left out) runs as ATen through its reference semantics: the program stays
 whole and correct, and :attr:`HostProgram.report` says what ran that way
@@ -37,16 +37,17 @@ from xdsl.ir import Operation, SSAValue
 from tessera.compiler.placements import in_layout, placement_of
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
-from tessera.passes.select_conv_impl import conv_impl
 from tessera.runtime.module import Module
-from tessera.runtime.program import Alloc, Call, Launch, Program
+from tessera.runtime.program import Alloc, Call, Launch, Program, Step
 
 from .errors import TesseraError
 from .interpreter import find_function
 from .interpreter.impls import IMPLS, scalar_value
 from .ir_io import op_location
-from .library_calls import REFERENCE_CPU, AtenConv, Int8Gemm, MklLinear, OneDnnConv
+from .library_calls import REFERENCE_CPU
 from .report import GraphReport
+from .targets import Target, host_cpu
+from .targets.base import KernelCall
 from .weight_cache import PerVersion
 from .weight_preparation import weight_preparation
 
@@ -66,7 +67,8 @@ class HostProgram:
 
 
 class _Builder:
-    def __init__(self, kernels: Module | None, device: torch.device = REFERENCE_CPU.device, freezing: bool = False):
+    def __init__(self, kernels: Module | None, target: Target, device: torch.device, freezing: bool):
+        self.target = target
         self.device = device
         self.freezing = freezing
         self.env = REFERENCE_CPU if device.type == "cpu" else types.SimpleNamespace(device=device)  # reference ops' device
@@ -117,16 +119,11 @@ class _Builder:
             args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
             self.steps.append(Launch(kernel, args))
             self.result.report.kernels += 1
-        elif isinstance(op, tsr.ConvOp):
-            impl = conv_impl(op)  # recorded by select-conv-impl: tessera's kernel and its vector path
-            if impl is not None and self.device.type == "cpu":
-                self._launch_conv(op, impl)
+        elif (call := self.target.host_call(op, self.freezing)) is not None:
+            if isinstance(call, KernelCall):
+                self._launch(op, call)
             else:
-                self._call(op, OneDnnConv(op, self.freezing) if self.device.type == "cpu" else AtenConv(op))
-        elif isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
-            self._call(op, Int8Gemm(op, self.freezing))
-        elif isinstance(op, tsr.AddmmOp) and self.device.type == "cpu":
-            self._call(op, MklLinear(op, self.freezing))
+                self._call(op, call)
         elif type(op) in IMPLS:
             impl = IMPLS[type(op)]
             _count_host_op(self.result.report, op)
@@ -134,18 +131,18 @@ class _Builder:
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
 
-    def _launch_conv(self, op: tsr.ConvOp, isa: str) -> None:
-        """``op`` on tessera's conv kernel: its weight packed by a step of its own
-        (into a buffer no IR value names), then a launch like a fused kernel's."""
-        from tessera.compiler.targets.x86.conv.host import conv_kernel
-
-        kernel, pack = conv_kernel(op, isa, self.freezing)
-        packed = self.new_buffer()
-        self.steps.append(Call(pack, (self.operand(op.weight, op),), (packed,)))
-        out = self.buffer(op.result)
-        self.steps.append(Alloc(out, placement_of(op.result.type)))
-        epilogue = tuple(self.operand(v, op) for v in op.epilogue)  # bias, then the residual
-        self.steps.append(Launch(kernel, (self.operand(op.input, op), packed, *epilogue, out)))
+    def _launch(self, op: Operation, call: KernelCall) -> None:
+        """``op`` on one of the target's own kernels: each operand ``call`` prepares
+        (a weight to pack) by a step of its own, into a buffer no IR value names,
+        then a launch like a fused kernel's."""
+        args = [self.operand(v, op) for v in op.operands]
+        for i, prepare in call.prepare:
+            args[i] = self.new_buffer()
+            self.steps.append(Call(prepare, (self.operand(op.operands[i], op),), (args[i],)))
+        outs = [self.buffer(r) for r in op.results]
+        for b, r in zip(outs, op.results):
+            self.steps.append(Alloc(b, placement_of(r.type)))
+        self.steps.append(Launch(call.kernel, (*args, *outs)))
         self.result.report.conv_kernels += 1
 
     def _call(self, op: Operation, fn: Callable, library: bool = True) -> None:
@@ -204,24 +201,27 @@ def _count_host_op(report: GraphReport, op: Operation) -> None:
 
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",
-                       device: torch.device = REFERENCE_CPU.device, freezing: bool = False) -> HostProgram:
-    """The program of ``@function`` in ``host``, launching ``kernels``'s kernels
-    (and tessera's conv kernel for each conv ``select-conv-impl`` gave it).
+                       device: torch.device = REFERENCE_CPU.device, freezing: bool = False,
+                       target: Target | None = None) -> HostProgram:
+    """The program of ``@function`` in ``host`` for ``target`` (default: this host's
+    CPU), launching ``kernels``'s kernels and running library ops as the target says.
     The ops that prepare convolution weights from parameters alone
     (``weight_preparation``) become one step; with ``freezing`` it runs them
     again only when those parameters change (``weight_cache``), else every call."""
     block = find_function(host, function).body.block
     preparing = weight_preparation(block)
-    b = _Builder(kernels, device, freezing)
+    b = _Builder(kernels, target or host_cpu(), device, freezing)
     inputs = tuple(b.buffer(a) for a in block.args)
     outputs: tuple[int, ...] = ()
-    main, prepare, prepare_at = b.steps, [], None
+    main: list[Step] = b.steps
+    prepare: list[Step] = []
+    prepare_at = 0
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             outputs = tuple(b.output(v, op) for v in op.operands)
             break
         if op in preparing:
-            prepare_at = len(main) if prepare_at is None else prepare_at
+            prepare_at = len(main) if not prepare else prepare_at
             b.steps = prepare
             b.add(op)
             b.steps = main

@@ -1,10 +1,10 @@
-"""How each library op of the host graph is called: the callables the host
-program (``host_program.py``) puts in its ``Call`` steps.
+"""The vendor-library calls CPU and GPU targets share: the callables the host
+program (``host_program.py``) puts in its ``Call`` steps for library ops
+(``Target.host_call``; a target's own kernels are in its folder).
 
-    OneDnnConv(op)(x, w, b)   # tsr.conv: oneDNN, weight packed once per version, activation as a post-op
+    OneDnnConv(op)(x, w, b)   # tsr.conv on a CPU: oneDNN, weight packed once per version, activation as a post-op
+    MklLinear(op)(b, x, wt)   # tsr.addmm on a CPU: MKL's packed GEMM
     AtenConv(op)(x, w, b)     # tsr.conv on a GPU: ATen (cuDNN)
-    MklLinear(op)(b, x, wt)   # tsr.addmm: MKL's packed GEMM
-    Int8Gemm(op)(a, b, ...)   # tsr.int_mm / tsr.scaled_int_mm: tessera's exact int8 GEMM
 
 Each falls back to ATen (reference semantics) for tensors its library does
 not take, so a call is always right.
@@ -16,13 +16,12 @@ import types
 
 import torch
 import torch.nn.functional as F
-from xdsl.dialects.builtin import i8
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
-from tessera.dialects.tsr.shapes import elem_of, ints
+from tessera.dialects.tsr.shapes import ints
 
-from .interpreter.impls import IMPLS, ConvEpilogue
+from .interpreter.impls import ConvEpilogue
 from .weight_cache import PackedWeight
 
 REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
@@ -137,26 +136,15 @@ _ONEDNN_DTYPES = (() if not _HAS_MKLDNN else
 """The dtypes oneDNN's conv takes on this CPU (its bf16 path needs AVX-512 or AVX-NE-CONVERT)."""
 
 
-class Int8Gemm:
-    """``tsr.int_mm`` and ``tsr.scaled_int_mm`` through tessera's exact int8 GEMM
-    (``targets/x86/int8_gemm``, the host's fastest of AVX-512 VNNI, AVX-VNNI, AVX2)
-    with B packed once per weight version under ``freezing``, else per call (:class:`PackedWeight`), and, for
-    ``scaled_int_mm``, the scale/bias epilogue in the GEMM's stores; the
-    reference semantics through ATen where that path cannot run (another
-    device, a CPU without AVX2)."""
+def cpu_library_call(op, freezing: bool = False):
+    """The library call of ``op`` on a CPU (``CpuTarget.host_call``), or None."""
+    if isinstance(op, tsr.ConvOp):
+        return OneDnnConv(op, freezing)
+    if isinstance(op, tsr.AddmmOp):
+        return MklLinear(op, freezing)
+    return None
 
-    def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp, freezing: bool = False):
-        from tessera.compiler.targets.x86.int8_gemm import can_run, int8_mm, pack_b_kernel, select_isa
 
-        isa = select_isa()
-        self.isa = isa if can_run(isa) else None
-        a_signed = elem_of(op.lhs.type) == i8
-        self.weight = PackedWeight(lambda b: pack_b_kernel(b.contiguous(), self.isa, a_signed), freezing)
-        self._int8_mm = int8_mm
-        self._reference = lambda *xs, op=op: IMPLS[type(op)](op, REFERENCE_CPU, *xs)
-        self.__name__ = "tessera_int8_gemm"
-
-    def __call__(self, a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-        if self.isa is None or a.device.type != "cpu":
-            return self._reference(a, b, *epilogue)
-        return self._int8_mm(a.contiguous(), self.weight(b), *epilogue, isa=self.isa)
+def gpu_library_call(op):
+    """The library call of ``op`` on a GPU (``GpuTarget.host_call``), or None."""
+    return AtenConv(op) if isinstance(op, tsr.ConvOp) else None

@@ -21,17 +21,17 @@ from .context import make_context
 from .errors import TesseraError, UnsupportedStage
 from .ir_io import print_module, verify_module
 from .pass_pipeline import build_pipeline, without
-from .stage_io import StageOptions, StageOutput
+from .stage_io import CompileOptions, StageOutput
 from .targets.base import Stage
 
 COMMON_STAGES = ("fx", "graph", "graph-opt", "fused", "kernel")
 
 
-def _fx(gm: Any, opts: StageOptions) -> StageOutput:
+def _fx(gm: Any, opts: CompileOptions) -> StageOutput:
     return StageOutput(gm, gm.print_readable(print_output=False), "py")
 
 
-def _graph(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def _graph(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     from .fx_import import import_graph  # imports torch: only when the driver starts from an FX graph
 
     result = import_graph(prev.value)
@@ -43,19 +43,20 @@ def _graph(prev: StageOutput, opts: StageOptions) -> StageOutput:
     return StageOutput(result.module, text, "mlir")
 
 
-def _graph_opt(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def _graph_opt(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     module = prev.value.clone()
-    build_pipeline(targets.get(opts.target).graph_pipeline(opts.freezing)).apply(make_context(), module)
+    pipeline = without(targets.get(opts.target).graph_pipeline(opts.freezing), opts.disable)
+    build_pipeline(pipeline).apply(make_context(), module)
     verify_module(module)
     return StageOutput(module, print_module(module), "mlir")
 
 
-def fuse_kernels(module: ModuleOp, target: str, disable: tuple[str, ...] = (), features: str | None = None) -> ModuleOp:
+def fuse_kernels(module: ModuleOp, options: str | CompileOptions) -> ModuleOp:
     """A copy of a graph-optimized module with its fusible groups in ``tsr.fused``
-    regions, by ``target``'s fusion pipeline for ``features`` (``disable``: passes
-    left out, as the backend option)."""
+    regions, by the target's fusion pipeline for the options (a target name: its defaults)."""
+    opts = CompileOptions.of(options)
     fused = module.clone()
-    pipeline = without(targets.get(target).fusion_pipeline(features), disable)
+    pipeline = without(targets.get(opts.target).fusion_pipeline(opts.features, opts.conv_kernels), opts.disable)
     build_pipeline(pipeline).apply(make_context(), fused)
     verify_module(fused)
     return fused
@@ -75,12 +76,12 @@ def lower_kernels(fused: ModuleOp, target: str):
     return program
 
 
-def _fused(prev: StageOutput, opts: StageOptions) -> StageOutput:
-    module = fuse_kernels(prev.value, opts.target, features=opts.features)
+def _fused(prev: StageOutput, opts: CompileOptions) -> StageOutput:
+    module = fuse_kernels(prev.value, opts)
     return StageOutput(module, print_module(module), "mlir")
 
 
-def _kernel(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def _kernel(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     program = lower_kernels(prev.value, opts.target)
     return StageOutput(program, program.text(), "mlir")
 
@@ -97,20 +98,21 @@ def stage_names(target: str) -> tuple[str, ...]:
     return ("fx", *stages_of(target))
 
 
-def run_stages(start: Any, target: str, upto: str | None = None, features: str | None = None,
-               start_at: str = "fx", freezing: bool = False) -> dict[str, StageOutput]:
-    """Run the stages of ``target`` in order from ``start_at`` (whose value is
-    ``start``: an FX graph for ``fx``, a ``kernel``-stage program for ``kernel``)
-    up to ``upto`` (default: all); return each stage's output by name. ``freezing``:
-    the graph pipeline ``torch.compile`` runs with ``freezing=True``.
+def run_stages(start: Any, options: str | CompileOptions, upto: str | None = None,
+               start_at: str = "fx") -> dict[str, StageOutput]:
+    """Run the stages of the options' target (a target name: with its defaults) in
+    order from ``start_at`` (whose value is ``start``: an FX graph for ``fx``, a
+    ``kernel``-stage program for ``kernel``) up to ``upto`` (default: all); return
+    each stage's output by name.
 
     On a host without a stage's toolchain (``xcrun``), a run of all stages
     stops there with a note in place of that stage's output."""
+    opts = CompileOptions.of(options)
+    target = opts.target
     names = stage_names(target)
     for name, what in ((upto, "stage"), (start_at, "start stage")):
         if name is not None and name not in names:
             raise UnsupportedStage(f"unknown {what} '{name}' for target {target}; stages: {', '.join(names)}")
-    opts = StageOptions(target, features, freezing)
     outputs: dict[str, StageOutput] = {}
     prev = _fx(start, opts) if start_at == "fx" else StageOutput(start, "", "")
     outputs[start_at] = prev

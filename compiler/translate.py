@@ -20,6 +20,7 @@ from . import targets
 from .codegen.errors import CodegenError
 from .errors import Location, TesseraError
 from .ir_io import op_location, parse_module, verify_module
+from .stage_io import CompileOptions
 from .stages import run_stages
 from .targets.llvm_stages import kernels_only
 
@@ -74,7 +75,7 @@ def translate(text: str, filename: str, target: str, emit: str, features: str | 
         raise TranslateError(f"target {target} cannot emit '{emit}'; it emits: {', '.join(emits(target))}")
     try:
         kernels = read_kernels(text, filename)
-        out = run_stages(kernels_only(kernels), target, upto=emit, features=features, start_at="kernel")[emit]
+        out = run_stages(kernels_only(kernels), CompileOptions(target, features), upto=emit, start_at="kernel")[emit]
         return out.data if out.data is not None else out.text
     except TesseraError as e:
         if e.location is None:

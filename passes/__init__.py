@@ -24,10 +24,10 @@ from .fuse_int_mm_epilogues import FuseIntMmEpilogues
 from .fuse_kernels import FuseKernels
 from .fuse_relayouts import FuseRelayouts
 from .hoist_relayouts import HoistRelayouts
-from .select_conv_impl import SelectConvImpl
+from .select_impl import SelectImpl
 
 PASSES: dict[str, type[ModulePass]] = {
     p.name: p for p in (Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts, HoistRelayouts,
                         CancelRelayouts, FuseRelayouts, FoldRelayoutsIntoConvs, FuseConvResiduals, FuseConvEpilogues,
-                        FuseIntMmEpilogues, SelectConvImpl, FuseKernels)
+                        FuseIntMmEpilogues, SelectImpl, FuseKernels)
 }

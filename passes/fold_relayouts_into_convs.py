@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -47,7 +46,7 @@ from xdsl.pattern_rewriter import (
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
-from .target_models import own_kernel_conv, target_models
+from .target_models import TargetPass, own_kernel_conv
 
 
 def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, target: str,
@@ -88,16 +87,9 @@ class FoldRelayoutIntoConvResult(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FoldRelayoutsIntoConvs(ModulePass):
+class FoldRelayoutsIntoConvs(TargetPass):
     name = "fold-relayouts-into-convs"
-    target: str
-    features: str = ""
-    """The CPU to build for (empty: this host's)."""
-
-    def __post_init__(self) -> None:
-        target_models(self.target)  # a ValueError naming the known targets
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        f = self.features or None
-        patterns = [FoldRelayoutIntoConvInput(self.target, f), FoldRelayoutIntoConvResult(self.target, f)]
+        patterns = [FoldRelayoutIntoConvInput(self.target, self.cpu), FoldRelayoutIntoConvResult(self.target, self.cpu)]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

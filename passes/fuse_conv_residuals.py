@@ -42,13 +42,12 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
-from .target_models import own_kernel_conv, target_models
+from .target_models import TargetPass, own_kernel_conv, target_models
 
 
 def _bare_conv(v: SSAValue) -> tsr.ConvOp | None:
@@ -118,15 +117,9 @@ class FuseConvResidual(RewritePattern):
 
 
 @dataclass(frozen=True)
-class FuseConvResiduals(ModulePass):
+class FuseConvResiduals(TargetPass):
     name = "fuse-conv-residuals"
-    target: str
-    features: str = ""
-    """The CPU to build for (empty: this host's)."""
     all_convs: bool = False
 
-    def __post_init__(self) -> None:
-        target_models(self.target)  # a ValueError naming the known targets
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseConvResidual(self.target, self.features or None, self.all_convs)).rewrite_module(op)
+        PatternRewriteWalker(FuseConvResidual(self.target, self.cpu, self.all_convs)).rewrite_module(op)

@@ -14,8 +14,10 @@ its :class:`TargetModels` when the registry is imported.
   catch-all. The tables and their measurements are in each target's folder.
 - ``own_conv_kernel``: which implementation of the target's own conv kernel
   would compute a given ``tsr.conv`` for given features, if any
-  (``select-conv-impl`` records it; ``fold-relayouts-into-convs`` and
+  (``select-impl`` records it; ``fold-relayouts-into-convs`` and
   ``fuse-conv-residuals`` rewrite a conv only where it would); absent: never.
+- ``own_gemm_kernel``: likewise for ``tsr.int_mm``/``tsr.scaled_int_mm`` and the
+  target's own int8 GEMM (``select-impl`` records it); absent: the library's.
 
     register_target_models("x86", TargetModels(conv_layouts=(Rule("f32 conv2d", lambda c: True, 1.15),)))
     prefers_channels_last("x86", ConvShape.of(conv))   # True
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.ir import Attribute, SSAValue
+from xdsl.passes import ModulePass
 
 from tessera.dialects import tsr
 
@@ -111,6 +114,8 @@ class TargetModels:
     """``own_conv_kernel(conv, features)``: the implementation of the target's own kernel
     that would compute this ``tsr.conv`` for these features (``None``: the host's), or None
     where the library should."""
+    own_gemm_kernel: Callable[[Any, str | None], str | None] | None = None
+    """``own_gemm_kernel(op, features)``: the same for an int8 GEMM (``tsr.int_mm``, ``tsr.scaled_int_mm``)."""
 
 
 _MODELS: dict[str, TargetModels] = {}
@@ -145,3 +150,22 @@ def own_kernel_conv(target: str, features: str | None, input: SSAValue, weight: 
         return conv
     conv.drop_all_references()
     return None
+
+
+@dataclass(frozen=True)
+class TargetPass(ModulePass):
+    """A pass that asks a target's models, for the CPU of ``features``:
+    ``fuse-conv-residuals{target=x86 features="+avx2,+fma"}``. A bad target
+    name is a ``ValueError`` (a bad pass option) naming the known ones."""
+
+    target: str
+    features: str = ""
+    """The CPU to build for (empty: this host's)."""
+
+    def __post_init__(self) -> None:
+        target_models(self.target)
+
+    @property
+    def cpu(self) -> str | None:
+        """``features``, or None for this host's (what the models take)."""
+        return self.features or None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tessera.passes.target_models import TargetModels
 
-from ..stage_io import StageOptions, StageOutput
+from ..stage_io import CompileOptions, StageOutput
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -33,8 +33,22 @@ if TYPE_CHECKING:
 
     from ..codegen.llvm_target import LlvmTarget
 
-Stage = Callable[[StageOutput, StageOptions], StageOutput]
+Stage = Callable[[StageOutput, CompileOptions], StageOutput]
 """One stage: the previous stage's output and the options to this stage's output."""
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """A library op run on one of the target's own kernels: ``kernel`` launched on
+    the op's operands, then its result; the operands at the positions of
+    ``prepare`` replaced by what the function given there makes of them (a packed
+    weight, made by a step of its own).
+
+        KernelCall(conv_kernel, ((1, pack_weight),))   # launch(x, pack_weight(w), b, out)
+    """
+
+    kernel: Any
+    prepare: tuple[tuple[int, Callable[[Any], Any]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,9 +78,8 @@ class Target:
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
     own_conv_kernel_passes: tuple[str, ...] = ()
-    """Fusion passes that shape convs for the target's own conv kernel, by name; with any,
-    ``select-conv-impl`` records each conv's implementation at the end of the fusion step.
-    All run with ``{target=<name> features=...}`` and are left out with ``conv_kernels=False``."""
+    """Fusion passes that shape convs for the target's own conv kernel, by name. All
+    run with ``{target=<name> features=...}`` and are left out with ``conv_kernels=False``."""
     default_stage: str = ""
     """What ``compilerctl dump`` prints without ``--stage``: the last text stage."""
     artifact_stage: str = ""
@@ -100,19 +113,29 @@ class Target:
             "dce",
         )
 
-    def conv_kernel_passes(self) -> tuple[str, ...]:
-        """The fusion passes that exist for the target's own conv kernel (names)."""
-        return (*self.own_conv_kernel_passes, "select-conv-impl") if self.own_conv_kernel_passes else ()
+    def selects_impl(self) -> bool:
+        """Whether the target has kernels of its own for library ops (convs, int8
+        GEMMs): ``select-impl`` then records each one's implementation."""
+        models = self.models()
+        return models.own_conv_kernel is not None or models.own_gemm_kernel is not None
 
-    def fusion_pipeline(self, features: str | None = None) -> tuple[str, ...]:
+    def fusion_pipeline(self, features: str | None = None, conv_kernels: bool = True) -> tuple[str, ...]:
         """Convs shaped for the target's own kernel; library ops take the epilogues
-        they compute themselves; each conv's implementation recorded; then the
-        remaining pointwise/reduction groups become kernels. ``features``: the CPU
-        to build for (``None``: this host's)."""
-        options = f"{{target={self.name}" + (f' features="{features}"' if features else "") + "}"
-        shape = [p + options for p in self.own_conv_kernel_passes]
-        select = [p + options for p in self.conv_kernel_passes() if p not in self.own_conv_kernel_passes]
+        they compute themselves; each conv's and int8 GEMM's implementation recorded;
+        then the remaining pointwise/reduction groups become kernels. ``features``: the CPU
+        to build for (``None``: this host's); ``conv_kernels=False``: every conv on the library."""
+        options = f"target={self.name}" + (f' features="{features}"' if features else "")
+        shape = [f"{p}{{{options}}}" for p in self.own_conv_kernel_passes] if conv_kernels else []
+        select = ([f"select-impl{{{options}" + ("" if conv_kernels else " convs=false") + "}"]
+                  if self.selects_impl() else [])
         return (*shape, "fuse-conv-epilogues", "fuse-int-mm-epilogues", "dce", *select, "fuse-kernels")
+
+    def host_call(self, op: Any, freezing: bool = False) -> Any:
+        """How the host program runs library op ``op`` here: a callable on its tensor
+        operands (a library call), a :class:`KernelCall` (one of the target's own
+        kernels), or None: its reference semantics through ATen. ``freezing``: as
+        the backend's option (weights packed once per version)."""
+        return None
 
     # -- code generation ------------------------------------------------------------
     def stages(self) -> dict[str, Stage]:
@@ -142,7 +165,8 @@ class Target:
 
         def build() -> Artifact:
             stage = self.artifact_stage
-            out = run_stages(kernels_only(kernels), self.name, upto=stage, features=features, start_at="kernel")[stage]
+            out = run_stages(kernels_only(kernels), CompileOptions(self.name, features), upto=stage,
+                             start_at="kernel")[stage]
             data = out.data if out.data is not None else out.text.encode()
             return Artifact(self.name, stage, data, tuple(kernel_signatures(kernels)), key)
 
@@ -183,6 +207,12 @@ class CpuTarget(Target):
     def runs_here(self) -> bool:
         return platform.machine().lower() in self.machines
 
+    def host_call(self, op: Any, freezing: bool = False) -> Any:
+        """oneDNN for convs, MKL's packed GEMM for linear layers (``library_calls``)."""
+        from ..library_calls import cpu_library_call
+
+        return cpu_library_call(op, freezing)
+
     def status(self) -> TargetStatus:
         from .llvm_stages import llvm_has
 
@@ -203,3 +233,9 @@ class GpuTarget(Target):
     dim across threads (coalesced)."""
 
     thread_per_point = True
+
+    def host_call(self, op: Any, freezing: bool = False) -> Any:
+        """ATen's convolution (cuDNN on CUDA) in the layout the passes chose."""
+        from ..library_calls import gpu_library_call
+
+        return gpu_library_call(op)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from types import SimpleNamespace
 
-from ..stage_io import StageOptions, StageOutput
+from ..stage_io import CompileOptions, StageOutput
 from . import get
 
 
@@ -20,7 +20,7 @@ def kernels_only(kernels) -> SimpleNamespace:
     return SimpleNamespace(host=None, kernels=kernels)
 
 
-def llvm_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def llvm_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     """The fused kernels and the kernels tessera generates for library ops (the
     int8 GEMMs on x86) in one optimized module."""
     from ..codegen import link_llvm_ir, llvm_ir, optimize
@@ -39,14 +39,14 @@ def llvm_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
 
 
 def assembly_stage(suffix: str):
-    def assembly(prev: StageOutput, opts: StageOptions) -> StageOutput:
+    def assembly(prev: StageOutput, opts: CompileOptions) -> StageOutput:
         _, codegen, module = prev.value
         return StageOutput(prev.value, codegen.emit_assembly(module), suffix)
 
     return assembly
 
 
-def object_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def object_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     _, codegen, module = prev.value
     data = codegen.emit_artifact(module)
     names = ", ".join(f.name for f in module.functions if not f.is_declaration)

@@ -251,6 +251,21 @@ def test_int_mm_runs_tesseras_exact_gemm(a_dtype):
     assert dict(reports[0].library) == {"tessera_int8_gemm": 1} and not reports[0].aten_ops, reports
 
 
+@pytest.mark.parametrize("options, runs_on", [
+    ({"conv_kernels": False}, "tessera_int8_gemm"),  # a conv option: the GEMM's choice stands
+    ({"disable": ("select-impl",)}, "aten.int_mm"),  # no implementation recorded: the library
+])
+def test_the_int8_gemm_runs_where_select_impl_says(options, runs_on):
+    """The host program runs an int8 GEMM on the implementation ``select-impl``
+    recorded (``tsr.impl``), never by asking the machine; without one, on ATen."""
+    a = torch.randint(0, 256, (8, 32), dtype=torch.uint8)
+    b = torch.randint(-128, 128, (32, 16), dtype=torch.int8)
+    with collect_reports() as reports:
+        got = torch.compile(lambda x, y: torch._int_mm(x, y), backend="tessera", options=options)(a, b)
+    assert torch.equal(got, (a.to(torch.int64) @ b.to(torch.int64)).to(torch.int32))
+    assert dict(reports[0].library) == {runs_on: 1}, reports
+
+
 @pytest.mark.parametrize("variant", ["example", "example_signed"])
 def test_quantized_linear_is_one_gemm_with_its_epilogue(variant, pack_count):
     """``int_mm -> float -> * row scale -> * column scale -> + bias`` becomes one
@@ -316,7 +331,7 @@ def test_library_convs_return_the_layout_their_types_name(channels):
     x = torch.randn(1, channels, 6, 6)
     module = import_graph(capture(model, (x,)).forward[0]).module
     build_pipeline(targets.get("x86").graph_pipeline()).apply(make_context(), module)
-    host = compile_kernels_of(module, BackendOptions())
+    host = compile_kernels_of(module, BackendOptions().compile_options(torch.device("cpu")))
     with torch.no_grad():
         host(*random_inputs(module))
     assert host.layout_fixups == []

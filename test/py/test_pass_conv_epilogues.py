@@ -99,6 +99,7 @@ func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {t} {{
 
 
 def test_the_fusion_step_can_leave_the_pass_out():
+    from tessera.compiler.stage_io import CompileOptions
     from tessera.compiler.stages import fuse_kernels
 
     text = f"""
@@ -108,7 +109,7 @@ func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {tensor_type(Y
   func.return %a : {tensor_type(Y)}
 }}"""
     assert ops(fuse_kernels(parse(text), "x86"), tsr.ConvOp)[0].activation_name() == "relu"
-    assert ops(fuse_kernels(parse(text), "x86", disable=("fuse-conv-epilogues",)), tsr.ConvOp)[0].activation is None
+    assert ops(fuse_kernels(parse(text), CompileOptions("x86", disable=("fuse-conv-epilogues",))), tsr.ConvOp)[0].activation is None
 
 
 def test_activation_of_a_conv_used_twice_stays():

@@ -11,19 +11,19 @@ from collections.abc import Callable
 
 from tessera.passes.target_models import TargetModels
 
-from ...stage_io import StageOptions, StageOutput
+from ...stage_io import CompileOptions, StageOutput
 from ..base import GpuTarget, Stage, TargetStatus
 from .conv_layouts import CONV_LAYOUTS
 
 
-def msl_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def msl_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     from .msl import print_msl
 
     module = print_msl(prev.value.kernels)
     return StageOutput((prev.value, module), module.source, "metal")
 
 
-def metallib_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def metallib_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     from tessera.runtime.cache import CompileCache
 
     from .msl.metallib import compile_metallib

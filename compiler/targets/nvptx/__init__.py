@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from tessera.passes.target_models import TargetModels
 
-from ...stage_io import StageOptions, StageOutput
+from ...stage_io import CompileOptions, StageOutput
 from ..base import GpuTarget, Stage, TargetStatus
 from .codegen import NVPTX_TRIPLE, NVPTXTarget
 from .conv_layouts import CONV_LAYOUTS
 
 
-def cubin_stage(prev: StageOutput, opts: StageOptions) -> StageOutput:
+def cubin_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     from .ptxas import assemble
 
     _, codegen, module = prev.value

@@ -6,12 +6,15 @@ with tessera's own conv kernels (``conv/``) and exact int8 GEMMs (``int8_gemm/``
 
 from __future__ import annotations
 
+from tessera.dialects import tsr
+from tessera.passes.select_impl import impl_of
 from tessera.passes.target_models import TargetModels
 
 from ..base import CpuTarget
 from .codegen import X86_TRIPLE, X86Target
 from .conv_choice import kernel_isa
 from .conv_layouts import CONV_LAYOUTS
+from .gemm_choice import gemm_isa
 
 
 class X86(CpuTarget):
@@ -25,13 +28,26 @@ class X86(CpuTarget):
     own_conv_kernel_passes = ("fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
-        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa)
+        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa)
 
     def codegen(self, features: str | None = None, cpu: str | None = None) -> X86Target:
         return X86Target(features=features, cpu=cpu)
 
     def codegen_triple(self) -> str:
         return X86_TRIPLE
+
+    def host_call(self, op, freezing: bool = False):
+        """A conv or int8 GEMM on tessera's kernel where ``select-impl`` recorded one, else the CPU's library."""
+        impl = impl_of(op)
+        if impl is not None and isinstance(op, tsr.ConvOp):
+            from .conv.host import conv_call
+
+            return conv_call(op, impl, freezing)
+        if impl is not None and isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
+            from .int8_gemm.host import Int8Gemm
+
+            return Int8Gemm(op, impl, freezing)
+        return super().host_call(op, freezing)
 
     def library_kernel_modules(self, host, codegen) -> list:
         from .library_kernels import library_kernel_modules

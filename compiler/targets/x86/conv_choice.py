@@ -1,5 +1,5 @@
 """Which ``tsr.conv`` tessera's x86 conv kernel computes, and on which vector path:
-the x86 target's ``own_conv_kernel`` model, asked by ``select-conv-impl`` (which
+the x86 target's ``own_conv_kernel`` model, asked by ``select-impl`` (which
 records the answer on the op) and by the passes that shape convs for the kernel.
 
     kernel_isa(conv, "+avx512f")      # "avx512": the kernel computes it, on zmm
@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, identity, layout_of
-from tessera.dialects.tsr.shapes import elem_of
+from tessera.dialects.tsr.shapes import elem_of, shape_of
 from tessera.passes.target_models import ConvShape
 
 from .conv.errors import ConvIsaUnavailable
@@ -44,7 +44,7 @@ def _isa(features: str | None) -> str | None:
 
 def kernel_layout(v: SSAValue) -> str | None:
     """How the kernel would read or write ``v``: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
-    rank = len(v.type.get_shape())
+    rank = len(shape_of(v.type))
     layout = layout_of(v.type)
     return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
 

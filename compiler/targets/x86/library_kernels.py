@@ -2,16 +2,15 @@
 beside the fused kernels (stages ``llvm``/``asm``/``obj``): every kernel the host
 program launches besides the fused ones, so ``compilerctl dump`` shows them all.
 
-    %y = tsr.scaled_int_mm %x, %w, %xs, %ws, %b : (tensor<32x64xui8>, tensor<64x16xi8>, ...) -> tensor<32x16xf32>
+    %y = tsr.scaled_int_mm %x, %w, %xs, %ws, %b {tsr.impl = "avx512vnni"} : (tensor<32x64xui8>, tensor<64x16xi8>, ...) -> tensor<32x16xf32>
     // -> define void @int8_gemm_u8s8_avx512vnni_scale_bias_32x16x64(ptr %a, ptr %b_packed, ..., i64 %lo, i64 %hi)
     //    define void @int8_pack_b_avx512vnni_u8_64x16(...)            (B into the GEMM's blocked layout)
     %y = tsr.conv %x, %w {..., tsr.impl = "avx512"} : (...) -> ...
     // -> define void @conv2d_avx512_n1_48to8_9x9_k1x1(...)
 
-The int8 GEMMs (``tsr.int_mm``, ``tsr.scaled_int_mm``) get the fastest path the
-target's features allow (``+avx512vnni``: ``vpdpbusd`` on zmm), with the kernel
-that packs B; a conv gets the path ``select-conv-impl`` recorded. The specs are
-those the host program builds when it first runs the op.
+Each op gets the path ``select-impl`` recorded (``tsr.impl``), an int8 GEMM
+with the kernel that packs its B. The specs are those the host program builds
+when it first runs the op.
 """
 
 from __future__ import annotations
@@ -20,22 +19,21 @@ from llvmlite import ir
 from xdsl.dialects.builtin import ModuleOp, i8
 
 from tessera.compiler.codegen.llvm_target import LlvmTarget
-from tessera.compiler.targets.x86.codegen import enabled_features
 from tessera.compiler.targets.x86.conv.kernel import conv_module
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.compiler.targets.x86.int8_gemm import Int8GemmSpec, IsaUnavailable, select_isa
 from tessera.compiler.targets.x86.int8_gemm.gemm import gemm_module
 from tessera.compiler.targets.x86.int8_gemm.pack_kernel import pack_module
+from tessera.compiler.targets.x86.int8_gemm.spec import Int8GemmSpec
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import elem_of, shape_of
-from tessera.passes.select_conv_impl import conv_impl
+from tessera.passes.select_impl import impl_of
 
 
-def int8_gemm_specs(host: ModuleOp, isa: str) -> list[Int8GemmSpec]:
-    """One spec per distinct int8 GEMM of ``host``, in program order."""
+def int8_gemm_specs(host: ModuleOp) -> list[Int8GemmSpec]:
+    """One spec per distinct int8 GEMM of ``host`` that tessera's kernel computes (``tsr.impl``), in program order."""
     specs: dict[Int8GemmSpec, None] = {}
     for op in host.walk():
-        if isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
+        if isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)) and (isa := impl_of(op)) is not None:
             (m, k), n = shape_of(op.lhs.type), shape_of(op.rhs.type)[1]
             epilogue = "s32" if isinstance(op, tsr.IntMmOp) else ("scale_bias" if op.bias is not None else "scale")
             specs[Int8GemmSpec(m, n, k, a_signed=elem_of(op.lhs.type) == i8, isa=isa, epilogue=epilogue)] = None
@@ -47,20 +45,15 @@ def conv_specs(host: ModuleOp) -> list[ConvSpec]:
     from .conv.host import conv_spec
 
     specs = {conv_spec(op, impl): None for op in host.walk()
-             if isinstance(op, tsr.ConvOp) and (impl := conv_impl(op)) is not None}
+             if isinstance(op, tsr.ConvOp) and (impl := impl_of(op)) is not None}
     return list(specs)
 
 
 def library_kernel_modules(host: ModuleOp, target: LlvmTarget) -> list[ir.Module]:
     """LLVM modules of the kernels of ``host``'s library ops for ``target``: its convs
-    on tessera's kernel, and its int8 GEMMs with their packing (none where the
-    features allow no int8 path)."""
+    and int8 GEMMs (with their packing) on tessera's kernels."""
     modules = [conv_module(spec, target) for spec in conv_specs(host)]
-    try:
-        isa = select_isa(enabled_features(target.features))
-    except IsaUnavailable:
-        return modules
-    gemms = int8_gemm_specs(host, isa)
+    gemms = int8_gemm_specs(host)
     packs = {(g.K, g.N, g.isa, g.a_signed): None for g in gemms}
     return (modules + [gemm_module(spec, target) for spec in gemms]
             + [pack_module(*key, target) for key in packs])

@@ -28,9 +28,10 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
+from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.lower_arith import CMPF, CMPI
 from tessera.compiler.targets.metal.msl.types import BOOL, FLOAT, HALF, INT, LONG, MslType
 
@@ -104,8 +105,12 @@ def constant_float(v: SSAValue) -> float | None:
     return None
 
 
+def _pow(x: Sequence[str]) -> str:
+    return f"metal::precise::pow({x[0]}, {x[1]})"
+
+
 def _powf(ctx: Context, op: Operation, a: list[str]) -> str:
-    special = {
+    special: dict[float, Callable[[Sequence[str]], str]] = {
         1.0: lambda x: x[0],
         2.0: lambda x: f"{x[0]} * {x[0]}",
         3.0: lambda x: f"{x[0]} * {x[0]} * {x[0]}",
@@ -113,7 +118,8 @@ def _powf(ctx: Context, op: Operation, a: list[str]) -> str:
         -0.5: lambda x: f"metal::precise::rsqrt({x[0]})",
         -1.0: lambda x: f"1.0f / {x[0]}",
     }
-    compute = special.get(constant_float(op.operands[1]), lambda x: f"metal::precise::pow({x[0]}, {x[1]})")
+    exponent = constant_float(op.operands[1])
+    compute = special.get(exponent, _pow) if exponent is not None else _pow
     return _floating(compute, half_native=False)(ctx, op, a)
 
 
@@ -122,8 +128,16 @@ _SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _NEGATED = {"eq": "!=", "ne": "==", "lt": ">=", "le": ">", "gt": "<=", "ge": "<"}
 
 
+def _predicate(op: Operation) -> int:
+    """The ``predicate`` of an ``arith.cmpf``/``arith.cmpi``."""
+    attr = op.properties.get("predicate")
+    if not isinstance(attr, IntegerAttr):
+        raise CodegenError(f"'{op.name}' has no integer predicate")
+    return attr.value.data
+
+
 def _cmpf(ctx: Context, op: Operation, a: list[str]) -> str:
-    pred = CMPF[op.predicate.value.data]
+    pred = CMPF[_predicate(op)]
     t = ctx.type(op.operands[0])
     x, y = (to_float(v, t) for v in a) if t.via_float else a
     if pred in ("false", "true"):
@@ -148,7 +162,7 @@ def _unsigned(x: str, t: MslType) -> str:
 
 
 def _cmpi(ctx: Context, op: Operation, a: list[str]) -> str:
-    pred = CMPI[op.predicate.value.data]
+    pred = CMPI[_predicate(op)]
     t = ctx.type(op.operands[0])
     if pred in ("eq", "ne"):
         return f"{a[0]} {_SYMBOL[pred]} {a[1]}"

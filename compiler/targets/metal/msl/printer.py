@@ -312,13 +312,18 @@ class KernelPrinter:
                 terms.append(name if stride == 1 else f"{name} * {literal(stride, self.index)}")
         return " + ".join(terms) or "0"
 
+    def _memref_type(self, v: SSAValue, op: Operation) -> MemRefType:
+        if not isinstance(v.type, MemRefType):
+            raise self.error(f"'{op.name}' needs a memref operand, got {v.type}", op)
+        return v.type
+
     def _load(self, op: memref.LoadOp) -> None:
-        t = op.memref.type
+        t = self._memref_type(op.memref, op)
         access = f"{self.names[op.memref]}[{self._offset(t, list(op.indices))}]"
         self.declare(op.results[0], f"{access} != 0" if self.type(op.results[0]) is BOOL else access)
 
     def _store(self, op: memref.StoreOp) -> None:
-        t = op.memref.type
+        t = self._memref_type(op.memref, op)
         value = self.names[op.value]
         if self.type(op.value) is BOOL:
             value = f"static_cast<uchar>({value})"

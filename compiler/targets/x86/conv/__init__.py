@@ -16,7 +16,7 @@ kernel ABI), ``build`` (LLVM IR / assembly / artifact), ``api``
 
 from __future__ import annotations
 
-import importlib
+from tessera.compiler.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "conv_channels_last": "api", "load_conv": "api", "spec_for": "api",
@@ -30,11 +30,5 @@ _EXPORTS = {
 ``packing`` need it; the passes' ``conv_choice`` does not)."""
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -9,7 +9,7 @@ ideally stored channels-last (other strides are copied into it first). The
 weight is a :class:`PackedConvWeight` (from ``pack_weight``) or a plain
 ``[C_out, C_in/groups, (kd,) kh, kw]`` tensor (packed on every call: tests,
 one-off use). Kernels are built once per spec, thread count and path: the
-object through the on-disk compile cache (``RuntimeOptions.cache_dir``, keyed
+object through the on-disk compile cache (``build.cached_artifact``, keyed
 like every tessera kernel), the loaded kernel in this process.
 """
 
@@ -19,31 +19,20 @@ import functools
 
 import torch
 
+from tessera.compiler.build import cached_artifact
 from tessera.compiler.targets.x86.conv.build import build_conv, conv_target
 from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable, ConvOperandMismatch
 from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
 from tessera.compiler.targets.x86.conv.packing import PackedConvWeight, check_weight, pack_weight
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.runtime.artifact import Artifact
-from tessera.runtime.cache import CompileCache, cache_key
 from tessera.runtime.device import Device
 from tessera.runtime.kernel import Kernel
 
 
-def _artifact(spec: ConvSpec, features: str | None) -> Artifact:
-    from tessera.compiler.codegen.fingerprint import codegen_fingerprint, tessera_version
-
-    cache = CompileCache.default()
-    if cache is None:
-        return build_conv(spec, features)
-    key = cache_key("conv-kernel", repr(spec), conv_target(spec.isa, features).cache_key(), tessera_version(),
-                    codegen_fingerprint())
-    return cache.get_or_build(key, lambda: build_conv(spec, features))
-
-
 @functools.lru_cache(maxsize=128)
 def _kernel(spec: ConvSpec, features: str | None, threads: int) -> Kernel:
-    return Device("cpu").load(_artifact(spec, features)).kernel(spec.kernel_name)
+    art = cached_artifact(repr(spec), conv_target(spec.isa, features).cache_key(), lambda: build_conv(spec, features))
+    return Device("cpu").load(art).kernel(spec.kernel_name)
 
 
 def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:

@@ -7,8 +7,8 @@
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
 
-Which convs, and on which vector path, ``select-conv-impl`` decided (the x86
-model: ``conv_choice.py``) and recorded as ``tsr.impl``. :func:`conv_kernel` gives the loaded kernel (built at
+Which convs, and on which vector path, ``select-impl`` decided (the x86
+model: ``conv_choice.py``) and recorded as ``tsr.impl``. :func:`conv_call` gives the loaded kernel (built at
 program build time through the compile cache) and the weight packing; the
 kernel is an ordinary launch of the program, so its output is a kept buffer
 and its arguments are checked like every kernel's.
@@ -16,10 +16,7 @@ and its arguments are checked like every kernel's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import torch
-
+from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv
 from tessera.compiler.targets.x86.conv.packing import pack_weight
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
@@ -27,7 +24,6 @@ from tessera.compiler.targets.x86.conv_choice import kernel_layout
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import ints
-from tessera.runtime.kernel import Kernel
 
 
 def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
@@ -40,11 +36,11 @@ def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
                     output_layout=kernel_layout(op.result) or "channels_last")
 
 
-def conv_kernel(op: tsr.ConvOp, isa: str,
-                freezing: bool = False) -> tuple[Kernel, Callable[[torch.Tensor], torch.Tensor]]:
-    """``op``'s loaded kernel on the vector path ``isa`` (``select-conv-impl``'s choice), and the function giving its packed weight from the
-    op's weight (with ``freezing`` computed again only when the weight changes,
-    else on every call: :class:`PackedWeight`).
+def conv_call(op: tsr.ConvOp, isa: str, freezing: bool = False) -> KernelCall:
+    """``op`` on its loaded kernel on the vector path ``isa`` (``select-impl``'s choice),
+    its weight (operand 1) packed first (with ``freezing`` again only when the weight
+    changes, else on every call: :class:`PackedWeight`).
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
     spec = conv_spec(op, isa)
-    return load_conv(spec), PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), spec).data, freezing)
+    pack = PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), spec).data, freezing)
+    return KernelCall(load_conv(spec), ((1, pack),))

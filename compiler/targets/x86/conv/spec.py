@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import get_conv_isa
@@ -96,7 +97,7 @@ class ConvSpec:
                                       f"got {getattr(self, what)!r}")
         if (self.input_layout, self.output_layout) != ("channels_last",) * 2 and self.depthwise:
             raise InvalidConvSpec("a depthwise conv kernel reads and writes channels-last only (channels are its vector lanes)")
-        for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.padding, self.dilation)):
+        for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.dims("padding"), self.dims("dilation"))):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
                                       f"{s + 2 * p} along spatial dim {i}")
@@ -106,18 +107,22 @@ class ConvSpec:
     def spatial_dims(self) -> int:
         return len(self.input_size)
 
+    def dims(self, what: str) -> tuple[int, ...]:
+        """``stride``/``padding``/``dilation``/``kernel``/``input_size`` as one int per
+        spatial dim (``__post_init__`` made them tuples)."""
+        return cast(tuple[int, ...], getattr(self, what))
+
     @property
     def output_size(self) -> tuple[int, ...]:
         return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
-                     zip(self.input_size, self.kernel, self.stride, self.padding, self.dilation))
+                     zip(self.input_size, self.kernel, self.dims("stride"), self.dims("padding"), self.dims("dilation")))
 
     def as3d(self, what: str) -> tuple[int, int, int]:
         """``input_size``/``output_size``/``kernel``/``stride``/``padding``/``dilation``
         as three dims (a 2-D conv is a 3-D one with depth 1)."""
-        v = self.output_size if what == "output_size" else getattr(self, what)
-        if len(v) == 3:
-            return v
-        return ((0 if what == "padding" else 1),) + tuple(v)
+        v = self.output_size if what == "output_size" else self.dims(what)
+        a, b, *c = v if len(v) == 3 else ((0 if what == "padding" else 1), *v)
+        return a, b, c[0]
 
     @property
     def cin_g(self) -> int:

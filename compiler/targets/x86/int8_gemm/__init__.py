@@ -16,22 +16,18 @@ a kernel's assembly on any host.
 
 from __future__ import annotations
 
-from tessera.compiler.targets.x86.int8_gemm.api import int8_mm, load_int8_gemm, pack_b_kernel
-from tessera.compiler.targets.x86.int8_gemm.build import build_int8_gemm, int8_gemm_assembly, int8_gemm_llvm_ir
-from tessera.compiler.targets.x86.int8_gemm.errors import (
-    Int8GemmError,
-    InvalidSpec,
-    IsaUnavailable,
-    OperandMismatch,
-    UnknownIsa,
-)
-from tessera.compiler.targets.x86.int8_gemm.isa import can_run, get_isa, select_isa
-from tessera.compiler.targets.x86.int8_gemm.pack_kernel import build_pack_kernel
-from tessera.compiler.targets.x86.int8_gemm.packing import PackedB, pack_b
-from tessera.compiler.targets.x86.int8_gemm.spec import EPILOGUES, ISAS, Int8GemmSpec
+from tessera.compiler.lazy_exports import lazy_exports
 
-__all__ = [
-    "EPILOGUES", "ISAS", "Int8GemmError", "Int8GemmSpec", "InvalidSpec", "IsaUnavailable", "OperandMismatch",
-    "PackedB", "UnknownIsa", "build_int8_gemm", "build_pack_kernel", "can_run", "get_isa", "int8_gemm_assembly",
-    "int8_gemm_llvm_ir", "int8_mm", "load_int8_gemm", "pack_b", "pack_b_kernel", "select_isa",
-]
+_EXPORTS = {
+    "int8_mm": "api", "load_int8_gemm": "api", "pack_b_kernel": "api",
+    "build_int8_gemm": "build", "int8_gemm_assembly": "build", "int8_gemm_llvm_ir": "build",
+    "Int8GemmError": "errors", "InvalidSpec": "errors", "IsaUnavailable": "errors", "OperandMismatch": "errors",
+    "UnknownIsa": "errors", "can_run": "isa", "get_isa": "isa", "select_isa": "isa",
+    "build_pack_kernel": "pack_kernel", "PackedB": "packing", "pack_b": "packing",
+    "EPILOGUES": "spec", "ISAS": "spec", "Int8GemmSpec": "spec",
+}
+"""Names imported on first use, so that ``int8_gemm.isa`` loads without torch
+(``api`` and ``packing`` need it; the passes' ``gemm_choice`` does not)."""
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -1,4 +1,4 @@
-"""``int8_mm``: pack, compile (cached in this process) and run an int8 GEMM.
+"""``int8_mm``: pack, compile (through the compile cache, loaded once per process) and run an int8 GEMM.
 
     c = int8_mm(a_u8, b_s8)                                  # int32 [M, N], exact
     y = int8_mm(a_u8, packed, a_scale=sa, b_scale=sb, bias=bias)   # float32 [M, N]
@@ -14,10 +14,11 @@ import functools
 
 import torch
 
-from tessera.compiler.targets.x86.int8_gemm.build import build_int8_gemm
+from tessera.compiler.build import cached_artifact
+from tessera.compiler.targets.x86.int8_gemm.build import build_int8_gemm, gemm_target
 from tessera.compiler.targets.x86.int8_gemm.errors import IsaUnavailable, OperandMismatch
 from tessera.compiler.targets.x86.int8_gemm.isa import can_run, select_isa
-from tessera.compiler.targets.x86.int8_gemm.pack_kernel import build_pack_kernel
+from tessera.compiler.targets.x86.int8_gemm.pack_kernel import build_pack_kernel, pack_kernel_name
 from tessera.compiler.targets.x86.int8_gemm.packing import PackedB, check_b, pack_layout
 from tessera.compiler.targets.x86.int8_gemm.spec import Int8GemmSpec
 from tessera.runtime.device import Device
@@ -31,13 +32,15 @@ def _require_runnable(isa: str) -> None:
 
 @functools.lru_cache(maxsize=64)
 def _kernel(spec: Int8GemmSpec, features: str | None, threads: int) -> Kernel:
-    art = build_int8_gemm(spec, features)
+    art = cached_artifact(repr(spec), gemm_target(spec.isa, features).cache_key(),
+                          lambda: build_int8_gemm(spec, features))
     return Device("cpu").load(art).kernel(spec.kernel_name)
 
 
 @functools.lru_cache(maxsize=16)
 def _pack_kernel(K: int, N: int, isa: str, a_signed: bool, threads: int) -> Kernel:
-    art = build_pack_kernel(K, N, isa, a_signed)
+    art = cached_artifact(pack_kernel_name(K, N, isa, a_signed), gemm_target(isa).cache_key(),
+                          lambda: build_pack_kernel(K, N, isa, a_signed))
     return Device("cpu").load(art).kernel(art.signatures[0].name)
 
 

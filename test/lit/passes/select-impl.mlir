@@ -1,0 +1,55 @@
+// select-impl records on each conv and int8 GEMM what computes it: tessera's x86
+// kernel and its vector path (tsr.impl, from the features, not from the host), or
+// nothing: the library. A depthwise 3x3 goes to the conv kernel; a first conv with 3
+// input channels and a bf16 conv stay on oneDNN; an int8 GEMM takes the fastest
+// path the features have (none without AVX2); convs=false leaves every conv to the
+// library; the ptx target has no kernels of its own.
+// RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
+// RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
+// RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
+// RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f,+avx512vnni" convs=false}' | filecheck %s --check-prefix=NOCONV
+// RUN: compilerctl opt %s -p 'select-impl{target=ptx}' | filecheck %s --check-prefix=LIB
+// RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"},select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
+
+// AVX512-LABEL: func.func @depthwise(
+// AVX512: tsr.conv {{.*}}tsr.impl = "avx512"
+// AVX512-LABEL: func.func @first_conv(
+// AVX512-NOT: tsr.impl
+// AVX512-LABEL: func.func @half(
+// AVX512-NOT: tsr.impl
+
+// AVX512-LABEL: func.func @int8(
+// AVX512: tsr.int_mm {{.*}}tsr.impl = "avx2"
+// AVX512: tsr.scaled_int_mm {{.*}}tsr.impl = "avx2"
+
+// AVX2-LABEL: func.func @depthwise(
+// AVX2: tsr.conv {{.*}}tsr.impl = "avx2"
+// AVX2-LABEL: func.func @int8(
+// AVX2: tsr.int_mm {{.*}}tsr.impl = "avx2"
+
+// NOCONV-NOT: tsr.conv {{.*}}tsr.impl
+// NOCONV: tsr.int_mm {{.*}}tsr.impl = "avx512vnni"
+// NOCONV: tsr.scaled_int_mm {{.*}}tsr.impl = "avx512vnni"
+
+// LIB-NOT: tsr.impl
+
+func.func @depthwise(%x: tensor<1x64x14x14xf32, #tsr.layout<nhwc>>, %w: tensor<64x1x3x3xf32>) -> tensor<1x64x14x14xf32, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 64 : i64} : (tensor<1x64x14x14xf32, #tsr.layout<nhwc>>, tensor<64x1x3x3xf32>) -> tensor<1x64x14x14xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x64x14x14xf32, #tsr.layout<nhwc>>
+}
+
+func.func @first_conv(%x: tensor<1x3x32x32xf32, #tsr.layout<nhwc>>, %w: tensor<16x3x3x3xf32>) -> tensor<1x16x32x32xf32, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x3x32x32xf32, #tsr.layout<nhwc>>, tensor<16x3x3x3xf32>) -> tensor<1x16x32x32xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x16x32x32xf32, #tsr.layout<nhwc>>
+}
+
+func.func @half(%x: tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>, %w: tensor<64x1x3x3xbf16>) -> tensor<1x64x14x14xbf16, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 64 : i64} : (tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>, tensor<64x1x3x3xbf16>) -> tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>
+}
+
+func.func @int8(%a: tensor<32x64xui8>, %b: tensor<64x16xi8>, %sa: tensor<32xf32>, %sb: tensor<16xf32>) -> (tensor<32x16xi32>, tensor<32x16xf32>) {
+  %c = tsr.int_mm %a, %b : (tensor<32x64xui8>, tensor<64x16xi8>) -> tensor<32x16xi32>
+  %y = tsr.scaled_int_mm %a, %b, %sa, %sb : (tensor<32x64xui8>, tensor<64x16xi8>, tensor<32xf32>, tensor<16xf32>) -> tensor<32x16xf32>
+  func.return %c, %y : tensor<32x16xi32>, tensor<32x16xf32>
+}
