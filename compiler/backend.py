@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
 from functorch.compile import make_boxed_func
+from torch._dynamo.exc import RestartAnalysis
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
@@ -39,6 +40,7 @@ from .interpreter import Interpreter, find_function
 from .ir_io import print_module, verify_module
 from .pass_pipeline import build_pipeline, pass_name, without
 from .report import ATEN, INTERPRETER, FallbackError, GraphReport, publish
+from .size_specialization import SizeSpecializedGraph, is_symbolic
 from .stage_io import CompileOptions
 
 log = logging.getLogger("tessera")
@@ -191,13 +193,22 @@ def compile_kernels_of(module: ModuleOp, options: CompileOptions,
 
 
 def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
-                  device: torch.device = torch.device("cpu")) -> Callable:
+                  device: torch.device = torch.device("cpu"), example_inputs: Sequence[Any] = ()) -> Callable:
     """Import and prepare one ATen graph; fall back to ATen (or the reference
     interpreter) if tessera cannot, unless ``options.strict``. The graph's
-    :class:`GraphReport` says which (``report.py``).
+    :class:`GraphReport` says which (``report.py``). A graph with symbolic sizes
+    (``dynamic=True``, ``mark_dynamic``, Dynamo's automatic dynamic shapes) is
+    compiled so per concrete size class, when first called with it
+    (``size_specialization``)."""
+    if any(is_symbolic(x) for x in example_inputs):
+        return make_boxed_func(SizeSpecializedGraph(gm, lambda g: _compile_program(g, options, kind, device)))
+    return make_boxed_func(_compile_program(gm, options, kind, device))
 
-    It runs outside AOTAutograd's fake mode: what tessera builds at compile
-    time (constants, packed weights) is made of real tensors."""
+
+def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: str, device: torch.device) -> Callable:
+    """The program of a graph of static sizes. It is built outside AOTAutograd's
+    fake mode: what tessera builds at compile time (constants, packed weights) is
+    made of real tensors."""
     report = GraphReport(kind)
     if options.target is None:  # the target of the graph's device: CPU, CUDA (ptx), MPS (metal)
         options = dataclasses.replace(options, target=options.target_for(device.type).name)
@@ -206,7 +217,7 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     publish(report, echo=options.report)
     if not report.compiled and options.strict and options.codegen:
         raise FallbackError.of(report)
-    return make_boxed_func(program)
+    return program
 
 
 def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphReport,
@@ -255,10 +266,10 @@ def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str,
     opts = BackendOptions.from_dict(options)
     try:
         return aot_backend(
-            lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins)),
-            lambda g, ins: compile_graph(g, opts, "backward", graph_device(ins)),
+            lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins), ins),
+            lambda g, ins: compile_graph(g, opts, "backward", graph_device(ins), ins),
         )(gm, example_inputs)
-    except FallbackError:
+    except (FallbackError, RestartAnalysis):  # RestartAnalysis: Dynamo's signal to trace the frame again
         raise
     except Exception as e:  # noqa: BLE001 - tracing failed (a decomposition, AOTAutograd): run as captured
         report = GraphReport("dynamo", ATEN, f"AOTAutograd could not trace it: {_reason(e)}")

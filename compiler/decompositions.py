@@ -7,7 +7,12 @@ rediscover), and those whose decompositions need Inductor itself (``INDUCTOR_ONL
 Upsampling also has Python kernels at the ``CompositeImplicitAutograd`` and
 ``Autograd`` keys that decompose it while AOTAutograd traces, whatever the
 table says; :func:`keeping_ops_whole` sets those aside for the duration of a
-trace (ATen's own kernels and derivative formulas then apply).
+trace (ATen's own kernels and derivative formulas then apply). A ``.vec``
+overload (sizes from scale factors) is traced as its ``.default`` with the
+output size computed in Python, so a symbolic size stays symbolic (ATen's C++
+kernel would read it as a number, specializing the graph):
+
+    upsample_nearest2d.vec(x, None, [2.0, 2.0])  ->  upsample_nearest2d.default(x, [2*s0, 2*s1], 2.0, 2.0)
 """
 
 from __future__ import annotations
@@ -59,15 +64,31 @@ def decomposition_table() -> dict:
     return dict(_table())
 
 
+def _vec_as_default(packet):
+    """``packet.vec`` as a call of ``packet.default`` (nearest: ``(x, size, scales)``;
+    bilinear: ``(x, size, align_corners, scales)``)."""
+    from torch._decomp.decompositions import upsample_compute_output_size
+
+    def vec(x, output_size, *rest):
+        *align, scale_factors = rest
+        size = upsample_compute_output_size(x.size(), output_size, scale_factors)
+        scales = scale_factors if scale_factors else [None] * len(size)
+        return packet.default(x, size, *align, *scales)
+
+    return vec
+
+
 @contextlib.contextmanager
 def keeping_ops_whole() -> Iterator[None]:
     """While tracing, route the ops of ``KEPT_WHOLE`` to ATen, not to their
-    Python decompositions."""
+    Python decompositions (a ``.vec`` upsampling to its ``.default``)."""
     saved = []
     for op in _kept_overloads():
         for key in _TRACE_KEYS:
             if key in op.py_kernels:
                 saved.append((op, key, op.py_kernels.pop(key)))
+                if op._overloadname == "vec":
+                    op.py_kernels[key] = _vec_as_default(op._overloadpacket)
         op._dispatch_cache.clear()
     try:
         yield

@@ -21,11 +21,11 @@ from ..errors import ImportFailure
 def tensor_type(val: Any) -> TensorType:
     """The ``tsr`` type of a (fake) tensor: shape, dtype and layout from strides."""
     if not isinstance(val, torch.Tensor):
-        raise ImportFailure(f"expected a tensor, got {type(val).__name__} (dynamic shapes are not supported)")
+        raise ImportFailure(f"expected a tensor, got {type(val).__name__}")
     shape = []
     for s in val.shape:
         if not isinstance(s, int):
-            raise ImportFailure(f"symbolic size {s} (dynamic shapes are not supported)")
+            raise ImportFailure(f"symbolic size {s}: a graph is imported per size class (size_specialization.py)")
         shape.append(s)
     strides = val.stride() if val.layout == torch.strided else None
     perm = perm_from_strides(shape, strides) if strides is not None else tuple(range(len(shape)))

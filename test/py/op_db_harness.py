@@ -111,9 +111,10 @@ def _classify(reports) -> Outcome:
     return Outcome("compiled+aten", ", ".join(aten), graphs) if aten else Outcome("compiled", "", graphs)
 
 
-def run_sample(op, sample, dtype: torch.dtype, backward: bool = False) -> Outcome:
+def run_sample(op, sample, dtype: torch.dtype, backward: bool = False, dynamic: bool = False) -> Outcome:
     """One sample through eager and tessera; backward: the gradients of the
-    sample's inputs that require grad, through the sum of the float outputs."""
+    sample's inputs that require grad, through the sum of the float outputs;
+    dynamic: compiled with ``dynamic=True`` (symbolic sizes)."""
     args, kwargs = sample.args, sample.kwargs
 
     def fn(x, *a):
@@ -136,7 +137,7 @@ def run_sample(op, sample, dtype: torch.dtype, backward: bool = False) -> Outcom
     if _compare(again, expected, dtype):
         return Outcome("skipped", "eager's result differs between two calls")
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend="tessera")
+    compiled = torch.compile(fn, backend="tessera", dynamic=dynamic or None)
     try:
         with collect_reports() as reports:
             got = grads(compiled) if backward else compiled(sample.input, *args)

@@ -160,28 +160,46 @@ def test_op_without_converter_runs_as_aten_call():
     assert dict(report.aten_ops) == {"aten.cumsum.default (no tsr form)": 1}
 
 
-def test_graph_tessera_cannot_import_runs_as_aten(caplog):
-    """A graph with symbolic sizes cannot be imported yet (``dynamic=True``):
-    the whole graph runs as captured, with a warning and a report, and gives
-    eager's answer; under strict it raises."""
+def test_graph_tessera_cannot_import_runs_as_aten(caplog, monkeypatch):
+    """A graph the importer rejects (the failure injected here: tessera imports
+    every graph the suites give it) runs whole as captured, with a warning and a
+    report, and gives eager's answer; under strict it raises."""
+    from tessera.compiler import backend
+    from tessera.compiler.errors import ImportFailure
+
+    def reject(gm, *args, **kwargs):
+        raise ImportFailure("an op no converter knows")
+
+    monkeypatch.setattr(backend, "import_graph", reject)
 
     def f(x):
         return torch.relu(x).sum(-1) * 2
 
     x = torch.randn(4, 8)
     with caplog.at_level(logging.WARNING, logger="tessera"), collect_reports() as reports:
-        out = torch.compile(f, backend="tessera", dynamic=True)(x)
-    assert_close(out, f(x), "dynamic graph")
-    assert [r.status for r in reports] == ["aten"] and "dynamic shapes" in reports[0].reason, reports
+        out = torch.compile(f, backend="tessera")(x)
+    assert_close(out, f(x), "rejected graph")
+    assert [r.status for r in reports] == ["aten"] and "no converter" in reports[0].reason, reports
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("forward graph runs as ATen" in m for m in warnings), warnings
     torch._dynamo.reset()
     with pytest.raises(BackendCompilerFailed, match="strict"):
-        torch.compile(f, backend="tessera", dynamic=True, options={"strict": True})(x)
+        torch.compile(f, backend="tessera", options={"strict": True})(x)
 
 
-def test_fallback_graph_backward_still_correct():
-    """An unimportable forward graph still differentiates correctly."""
+def test_fallback_graph_backward_still_correct(monkeypatch):
+    """A forward graph the importer rejects still differentiates correctly."""
+    from tessera.compiler import backend
+    from tessera.compiler.errors import ImportFailure
+
+    real = backend.import_graph
+
+    def reject_forward(gm, name="forward"):
+        if name == "forward" and not any(n.name.startswith("tangents") for n in gm.graph.nodes):
+            raise ImportFailure("an op no converter knows")
+        return real(gm, name)
+
+    monkeypatch.setattr(backend, "import_graph", reject_forward)
 
     def f(x):
         return (torch.sin(x) * x).square().sum()
@@ -189,8 +207,10 @@ def test_fallback_graph_backward_still_correct():
     x1 = torch.randn(8, requires_grad=True)
     x2 = x1.detach().clone().requires_grad_(True)
     f(x1).backward()
-    torch.compile(f, backend="tessera", dynamic=True)(x2).backward()
-    assert_close(x2.grad, x1.grad, "dynamic graph's grad")
+    with collect_reports() as reports:
+        torch.compile(f, backend="tessera")(x2).backward()
+    assert_close(x2.grad, x1.grad, "rejected graph's grad")
+    assert [r.status for r in reports] == ["aten", "compiled"], reports
 
 
 def test_complex_ops_run_as_aten_calls_in_a_compiled_graph():

@@ -26,11 +26,11 @@ OUTCOMES: list = []
 """Every sample's outcome of this session (``conftest.pytest_terminal_summary``)."""
 
 
-def _check(name: str, dtype: torch.dtype, count: int, backward: bool = False) -> None:
+def _check(name: str, dtype: torch.dtype, count: int, backward: bool = False, dynamic: bool = False) -> None:
     failures = []
     for sample in samples(OPS[name], dtype, count, requires_grad=backward):
         with quiet():
-            outcome = run_sample(OPS[name], sample, dtype, backward)
+            outcome = run_sample(OPS[name], sample, dtype, backward, dynamic)
         OUTCOMES.append((name, dtype, backward, outcome))
         if outcome.status in FAILING:
             failures.append(f"{outcome.status}: {outcome.reason}\n  {sample}\n  " + "\n  ".join(outcome.graphs))
@@ -56,6 +56,12 @@ def test_half_forward(name, dtype):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n, "backward")) for n in COMMON_OPS])
 def test_float32_backward(name):
     _check(name, torch.float32, count=1, backward=True)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n, "dynamic")) for n in COMMON_OPS])
+def test_float32_forward_dynamic(name):
+    """The common ops compiled with ``dynamic=True``: symbolic sizes in the graph."""
+    _check(name, torch.float32, count=2, dynamic=True)
 
 
 @pytest.mark.slow

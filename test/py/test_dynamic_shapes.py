@@ -1,0 +1,202 @@
+"""Graphs with symbolic sizes (``dynamic=True``, ``mark_dynamic``, Dynamo's
+automatic dynamic shapes) run compiled at every size, matching eager: no
+graph falls back to ATen (``strict``), in inference and training.
+
+AOTAutograd traces such a model once; tessera compiles each of its graphs
+once per concrete size class (``size_specialization.py``). These tests pin
+what a user sees: one ``torch.compile`` serving many resolutions and batch
+sizes, with no new Dynamo or AOTAutograd trace per size.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from functorch.compile import make_boxed_func
+
+from tessera.compiler.capture import aot_backend
+from tessera.compiler.report import collect_reports
+from tessera.compiler.size_specialization import SizeSpecializedGraph
+
+from conftest import example
+from zoo_models import ZOO
+
+STRICT = {"strict": True}
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    assert type(got) is torch.Tensor and got.shape == want.shape and got.dtype == want.dtype, what
+    scale = max(1.0, want.abs().max().item())
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * scale, equal_nan=True, msg=what)
+
+
+def _all_compiled(reports) -> None:
+    assert reports and all(r.compiled for r in reports), [r.summary() for r in reports]
+
+
+def _sizes(shape: tuple[int, ...], spatial: int, scales=(1, 2, 3, 5)) -> list[tuple[int, ...]]:
+    """``shape`` at several resolutions (the last ``spatial`` dims scaled) and a second batch size."""
+    out = []
+    for s in scales:
+        out.append((*shape[:-spatial], *(d * s if d > 1 else d for d in shape[-spatial:])))
+    out.append((shape[0] + 1, *out[1][1:]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["video_vae_block", "vae2d_block", "resnet_block", "mobilenet_block"])
+def test_example_blocks_at_every_size(name):
+    """One compile with ``dynamic=True`` serves 4 resolutions and 2 batch sizes."""
+    model, (x,) = example(name)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    spatial = x.dim() - 2
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in _sizes(tuple(x.shape), spatial):
+            xs = torch.randn(shape)
+            _close(compiled(xs), model(xs), f"{name} at {shape}")
+    _all_compiled(reports)
+    assert len(reports) == 5, [r.summary() for r in reports]  # one static compile per size class
+
+
+def test_automatic_dynamic_compiles_the_second_size():
+    """Without ``dynamic``, Dynamo makes a graph dynamic when a second size comes;
+    tessera compiles that graph too, and the first size still runs compiled."""
+    model, (x,) = example("vae2d_block")
+    compiled = torch.compile(model, backend="tessera", options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for s in (8, 12, 16, 8):
+            xs = torch.randn(1, x.shape[1], s, s)
+            _close(compiled(xs), model(xs), f"size {s}")
+    _all_compiled(reports)
+
+
+def test_mark_dynamic():
+    model, (x,) = example("resnet_block")
+    compiled = torch.compile(model, backend="tessera", options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for s in (x.shape[-1], x.shape[-1] * 2):
+            xs = torch.randn(*x.shape[:-2], s, s)
+            torch._dynamo.mark_dynamic(xs, 2)
+            torch._dynamo.mark_dynamic(xs, 3)
+            _close(compiled(xs), model(xs), f"size {s}")
+    _all_compiled(reports)
+
+
+def test_training_step_at_two_sizes():
+    """Forward and backward graphs with symbolic sizes (the forward returns sizes
+    the backward takes): outputs, input and parameter gradients and BatchNorm
+    statistics match eager at each size."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 4, 1)).train()
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with collect_reports() as reports:
+        for s in (8, 12, 20):
+            x = torch.randn(2, 3, s, s)
+            xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+            ya, yb = compiled(xa), ref(xb)
+            ya.square().mean().backward()
+            yb.square().mean().backward()
+            _close(ya, yb, f"output at {s}")
+            _close(xa.grad, xb.grad, f"input gradient at {s}")
+            for (n, p), q in zip(model.named_parameters(), ref.parameters()):
+                _close(p.grad, q.grad, f"{n}.grad at {s}")
+                p.grad = q.grad = None
+            _close(model[1].running_var, ref[1].running_var, f"running_var at {s}")
+    _all_compiled(reports)
+    assert {r.kind for r in reports} == {"forward", "backward"}
+
+
+def test_size_arithmetic_in_the_graph():
+    """Sizes read and computed in the model (``x.shape``, a reshape to them) are bound per call."""
+
+    def f(x):
+        n, c, h, w = x.shape
+        y = x.reshape(n, c, h * w).softmax(-1)
+        return y.reshape(n, c, h, w) * (h + w)
+
+    compiled = torch.compile(f, backend="tessera", dynamic=True, options=STRICT)
+    with collect_reports() as reports:
+        for h, w in ((4, 6), (7, 3), (16, 16)):
+            x = torch.randn(2, 5, h, w)
+            _close(compiled(x), f(x), f"{h}x{w}")
+    _all_compiled(reports)
+
+
+def test_a_size_class_is_compiled_once():
+    """A size seen before reuses its compiled program: no new compile."""
+    model, (x,) = example("vae2d_block")
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for s in (8, 16, 8, 16, 8):
+            compiled(torch.randn(1, x.shape[1], s, s))
+    assert len(reports) == 2, [r.summary() for r in reports]
+
+
+def test_one_trace_serves_every_size(monkeypatch):
+    """AOTAutograd traces once (one forward graph reaches tessera); each size class
+    is compiled from that graph. (The sizes stay within the guard torch's fake
+    convolution sets on its output's memory format, ``128*s*s <= 20480`` here:
+    past it Dynamo traces again, for Inductor too.)"""
+    from tessera.compiler import backend
+
+    graphs = []
+    real = backend.compile_graph
+    monkeypatch.setattr(backend, "compile_graph", lambda gm, *a: graphs.append(gm) or real(gm, *a))
+    model, (x,) = example("vae2d_block")
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for s in (8, 10, 12):
+            compiled(torch.randn(1, x.shape[1], s, s))
+    assert len(graphs) == 1 and len(reports) == 3, [r.summary() for r in reports]
+
+
+def test_old_size_classes_are_dropped():
+    def f(x):
+        return torch.sin(x) + 1
+
+    graphs = []
+
+    def forward_compiler(gm, inputs):
+        graphs.append(SizeSpecializedGraph(gm, lambda g: g.forward, max_entries=2))
+        return make_boxed_func(graphs[-1])
+
+    compiled = torch.compile(f, backend=aot_backend(forward_compiler), dynamic=True)
+    for n in (3, 4, 5, 6):
+        x = torch.randn(n)
+        assert torch.equal(compiled(x), f(x))
+    assert len(graphs) == 1 and len(graphs[0].compiled) == 2
+
+
+@pytest.mark.parametrize("name, shapes", [
+    ("resnet50", [(1, 3, 32, 32), (1, 3, 48, 48), (1, 3, 64, 40), (1, 3, 96, 96), (2, 3, 48, 48)]),
+    ("autoencoder_kl_wan_decode", [(1, 4, 2, 8, 8), (1, 4, 2, 12, 12), (1, 4, 3, 8, 16), (1, 4, 2, 16, 16),
+                                   (2, 4, 2, 8, 8)]),
+])
+def test_zoo_models_at_every_size(name, shapes):
+    model, _ = ZOO[name].build()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in shapes:
+            x = torch.randn(shape)
+            _close(compiled(x), model(x), f"{name} at {shape}")
+    _all_compiled(reports)
+
+
+def test_an_output_that_is_a_view_of_an_input_stays_one():
+    """An output aliasing an input (an expand, a transposed slice) comes back as a
+    view of it with eager's strides, as a static graph's does."""
+
+    def f(x, sizes):
+        return x.expand(*sizes), x.transpose(0, 1)[1:], x * 2
+
+    compiled = torch.compile(f, backend="tessera", dynamic=True, options=STRICT)
+    for n in (5, 7):
+        x = torch.randn(n, 1, 1)
+        got, want = compiled(x, (n, n, n)), f(x, (n, n, n))
+        for g, w in zip(got, want):
+            assert torch.equal(g, w) and g.stride() == w.stride()
+        assert got[0].data_ptr() == x.data_ptr() and got[1].untyped_storage().data_ptr() == x.data_ptr()
