@@ -24,6 +24,7 @@ from tessera.compiler.targets.x86.conv import (
     pack_weight,
     spec_for,
 )
+from tessera.compiler.targets.x86.conv.api import pack_weight_kernel
 from tessera.compiler.targets.x86.conv.isa import isa_of_features
 from tessera.compiler.targets.x86.conv.tiling import choose_tiling
 from tessera.compiler.errors import TesseraError
@@ -308,3 +309,17 @@ def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
         torch.testing.assert_close(got, block(x), rtol=1e-4, atol=1e-4)
     torch._dynamo.reset()
     assert ["_res_" in n for n in names if n.startswith("conv2d_")] == [False, True]
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2"])
+@pytest.mark.parametrize("cin, cout, kernel, groups", [
+    (256, 1024, (1, 1), 1), (48, 40, (3, 3), 1), (3, 20, (3, 3), 1), (30, 50, (5, 5), 5),
+    (32, 32, (3, 3), 32), (24, 24, (3, 3, 3), 1), (16, 16, (3, 3, 3), 16), (20, 36, (1, 3), 4),
+])
+def test_the_packing_kernel_writes_pack_weights_bytes(isa, cin, cout, kernel, groups):
+    """The kernel that packs a weight on every call (``pack_kernel``) writes exactly the
+    reference packing, zero channels past the weight's included."""
+    runnable(isa)
+    spec = ConvSpec(1, cin, cout, (8,) * len(kernel), kernel, groups=groups, isa=isa)
+    w = torch.randn(cout, cin // groups, *kernel, generator=GEN)
+    assert torch.equal(pack_weight_kernel(w, spec).data, pack_weight(w, spec).data)

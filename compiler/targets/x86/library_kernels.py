@@ -7,6 +7,7 @@ program launches besides the fused ones, so ``compilerctl dump`` shows them all.
     //    define void @int8_pack_b_avx512vnni_u8_64x16(...)            (B into the GEMM's blocked layout)
     %y = tsr.conv %x, %w {..., tsr.impl = "avx512"} : (...) -> ...
     // -> define void @conv2d_avx512_n1_48to8_9x9_k1x1(...)
+    //    define void @conv_pack_avx512_48to8_k1x1_g1_nr16(...)        (the weight into the kernel's blocks)
 
 Each op gets the path ``select-impl`` recorded (``tsr.impl``), an int8 GEMM
 with the kernel that packs its B. The specs are those the host program builds
@@ -20,6 +21,8 @@ from xdsl.dialects.builtin import ModuleOp, i8
 
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.targets.x86.conv.kernel import conv_module
+from tessera.compiler.targets.x86.conv.pack_kernel import pack_kernel_name
+from tessera.compiler.targets.x86.conv.pack_kernel import pack_module as conv_pack_module
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.int8_gemm.gemm import gemm_module
 from tessera.compiler.targets.x86.int8_gemm.pack_kernel import pack_module
@@ -51,8 +54,10 @@ def conv_specs(host: ModuleOp) -> list[ConvSpec]:
 
 def library_kernel_modules(host: ModuleOp, target: LlvmTarget) -> list[ir.Module]:
     """LLVM modules of the kernels of ``host``'s library ops for ``target``: its convs
-    and int8 GEMMs (with their packing) on tessera's kernels."""
-    modules = [conv_module(spec, target) for spec in conv_specs(host)]
+    and int8 GEMMs on tessera's kernels, with the kernels that pack their weights."""
+    convs = conv_specs(host)
+    packs = {pack_kernel_name(spec): spec for spec in convs}
+    modules = [conv_module(spec, target) for spec in convs] + [conv_pack_module(spec, target) for spec in packs.values()]
     gemms = int8_gemm_specs(host)
     packs = {(g.K, g.N, g.isa, g.a_signed): None for g in gemms}
     return (modules + [gemm_module(spec, target) for spec in gemms]

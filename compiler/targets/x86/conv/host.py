@@ -17,8 +17,7 @@ and its arguments are checked like every kernel's.
 from __future__ import annotations
 
 from tessera.compiler.targets.base import KernelCall
-from tessera.compiler.targets.x86.conv.api import load_conv
-from tessera.compiler.targets.x86.conv.packing import pack_weight
+from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv_choice import kernel_layout
 from tessera.compiler.weight_cache import PackedWeight
@@ -42,5 +41,4 @@ def conv_call(op: tsr.ConvOp, isa: str, freezing: bool = False) -> KernelCall:
     changes, else on every call: :class:`PackedWeight`).
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
     spec = conv_spec(op, isa)
-    pack = PackedWeight(lambda w: pack_weight(w.detach().float().contiguous(), spec).data, freezing)
-    return KernelCall(load_conv(spec), ((1, pack),))
+    return KernelCall(load_conv(spec), ((1, PackedWeight(weight_packer(spec), freezing)),))
