@@ -139,7 +139,7 @@ class FxImporter:
         if target is torch.ops.higher_order.with_effects:
             return self._with_effects(node)
         if _touches_complex(node):  # no tsr op computes complex numbers
-            return self._aten_call(node)
+            return self.aten_call(node)
         conv = CONVERTERS.get(target)
         if conv is not None:
             try:
@@ -148,7 +148,7 @@ class FxImporter:
                 pass
         if not isinstance(target, torch._ops.OpOverload):
             raise ImportFailure(f"cannot import call of {target} ({node.name})")
-        return self._aten_call(node)
+        return self.aten_call(node)
 
     def _with_effects(self, node: torch.fx.Node) -> list:
         """``with_effects(token, op, *args)``: AOTAutograd's ordering of an op with
@@ -160,10 +160,10 @@ class FxImporter:
         """
         token, op, *args = node.args
         val = node.meta.get("val")
-        results = self._aten_call(node, op, tuple(args), dict(node.kwargs), tuple(val[1:]) if val else ())
+        results = self.aten_call(node, op, tuple(args), dict(node.kwargs), tuple(val[1:]) if val else ())
         return [self.operand(token), *results]
 
-    def _aten_call(self, node: torch.fx.Node, target: Any = None, args: tuple | None = None,
+    def aten_call(self, node: torch.fx.Node, target: Any = None, args: tuple | None = None,
                    kwargs: dict | None = None, results: tuple | None = None) -> Any:
         """Keep ``node`` (or ``target(*args, **kwargs)`` with ``results`` for it)
         as a call into ATen (``tsr.aten_call``)."""

@@ -355,3 +355,56 @@ def test_library_convs_return_the_layout_their_types_name(channels):
     with torch.no_grad():
         host(*random_inputs(module))
     assert host.layout_fixups == []
+
+
+@pytest.mark.parametrize("pool, dims", [(torch.nn.MaxPool2d(3, 2, 1), 2), (torch.nn.MaxPool3d(3, 2, 1), 3),
+                                        (torch.nn.AvgPool2d(3, 2, 1), 2)])
+def test_pools_run_channels_last_between_convs(pool, dims):
+    """An inference max pool is ATen's ``max_pool2d``/``3d`` (no indices), and a pool
+    between channels-last convs runs channels-last (ATen's NCHW pools are ~10x slower):
+    no relayout around it, no layout fix-up, eager's values (NaN included)."""
+    from tessera.compiler.backend import compile_kernels_of
+    from tessera.compiler.capture import capture
+    from tessera.compiler.context import make_context
+    from tessera.compiler.fx_import import import_graph
+    from tessera.compiler.pass_pipeline import build_pipeline
+    from tessera.compiler import targets
+    from tessera.dialects import tsr
+    from tessera.dialects.tsr.layout import channels_last, layout_of
+
+    from pass_testing import random_inputs
+
+    conv = torch.nn.Conv2d if dims == 2 else torch.nn.Conv3d
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(conv(16, 32, 3, padding=1), torch.nn.ReLU(), pool, conv(32, 32, 3, padding=1)).eval()
+    x = torch.randn(1, 16, *(9,) * dims)
+    x[0, 0, 0, 0] = float("nan")
+    module = import_graph(capture(model, (x,)).forward[0]).module
+    build_pipeline(targets.get("x86").graph_pipeline()).apply(make_context(), module)
+    calls = [op for op in module.walk() if isinstance(op, tsr.AtenCallOp)]
+    assert [op.callee.data for op in calls] in (["aten.max_pool2d.default"], ["aten.max_pool3d.default"],
+                                                ["aten.avg_pool2d.default"]), calls
+    assert layout_of(calls[0].inputs[0].type) == channels_last(dims + 2)
+    assert not [op for op in module.walk() if isinstance(op, tsr.RelayoutOp) and op.result.uses
+                and all(u.operation is calls[0] for u in op.result.uses)]
+    host = compile_kernels_of(module, BackendOptions().compile_options(torch.device("cpu")))
+    with torch.no_grad():
+        host(*random_inputs(module))
+        got, want = torch.compile(model, backend="tessera", options={"strict": True})(x), model(x)
+    assert want.isnan().any() and got.isnan().equal(want.isnan())
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+    assert host.layout_fixups == []
+
+
+def test_training_max_pool_keeps_its_indices():
+    """Backward reads the indices: the call stays ``max_pool2d_with_indices``, and gradients match eager."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.MaxPool2d(2)).train()
+    x1 = torch.randn(2, 4, 10, 10, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    model(x1).square().sum().backward()
+    g1 = x1.grad
+    with collect_reports() as reports:
+        torch.compile(copy.deepcopy(model), backend="tessera", options={"strict": True})(x2).square().sum().backward()
+    assert_close(x2.grad, g1, "input gradient through the pool")
+    assert any("max_pool2d_with_indices" in k for r in reports for k in r.aten_ops), [r.summary() for r in reports]

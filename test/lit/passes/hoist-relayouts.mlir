@@ -115,3 +115,35 @@ func.func @upsample_slice(%x: tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>) -> tens
   %r = tsr.relayout %s : (tensor<1x4x1x8x8xf32, #tsr.layout<ncdhw>>) -> tensor<1x4x1x8x8xf32, #tsr.layout<ndhwc>>
   func.return %r : tensor<1x4x1x8x8xf32, #tsr.layout<ndhwc>>
 }
+
+// ATen's pools (kept as tsr.aten_call) compute in their input's memory format: a
+// relayout to channels-last climbs above a max pool; a layout other than nchw/nhwc,
+// and an aten_call that is not a pool, stay where they are.
+// CHECK-LABEL: func.func @max_pool(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<1x8x16x16xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: %[[XR:[^ ]+]] = tsr.relayout %[[X]] : ({{.*}}) -> tensor<1x8x16x16xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[P:[^ ]+]] = tsr.aten_call "aten.max_pool2d.default"(%[[XR]]) {{.*}} -> tensor<1x8x8x8xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: func.return %[[P]]
+func.func @max_pool(%x: tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x8x8xf32, #tsr.layout<nhwc>> {
+  %p = tsr.aten_call "aten.max_pool2d.default"(%x) {args = [#tsr.operand<0>, [2 : i64, 2 : i64]]} : (tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x8x8xf32, #tsr.layout<nchw>>
+  %r = tsr.relayout %p : (tensor<1x8x8x8xf32, #tsr.layout<nchw>>) -> tensor<1x8x8x8xf32, #tsr.layout<nhwc>>
+  func.return %r : tensor<1x8x8x8xf32, #tsr.layout<nhwc>>
+}
+
+// CHECK-LABEL: func.func @not_a_pool(
+// CHECK-NEXT: tsr.aten_call "aten.cumsum.default"
+// CHECK-NEXT: tsr.relayout
+// CHECK-LABEL: func.func @other_layout(
+// CHECK-NEXT: tsr.aten_call "aten.max_pool2d.default"
+// CHECK-NEXT: tsr.relayout
+func.func @not_a_pool(%x: tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x16x16xf32, #tsr.layout<nhwc>> {
+  %p = tsr.aten_call "aten.cumsum.default"(%x) {args = [#tsr.operand<0>, 3 : i64]} : (tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x16x16xf32, #tsr.layout<nchw>>
+  %r = tsr.relayout %p : (tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x16x16xf32, #tsr.layout<nhwc>>
+  func.return %r : tensor<1x8x16x16xf32, #tsr.layout<nhwc>>
+}
+
+func.func @other_layout(%x: tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x8x8xf32, #tsr.layout<[0, 3, 2, 1]>> {
+  %p = tsr.aten_call "aten.max_pool2d.default"(%x) {args = [#tsr.operand<0>, [2 : i64, 2 : i64]]} : (tensor<1x8x16x16xf32, #tsr.layout<nchw>>) -> tensor<1x8x8x8xf32, #tsr.layout<nchw>>
+  %r = tsr.relayout %p : (tensor<1x8x8x8xf32, #tsr.layout<nchw>>) -> tensor<1x8x8x8xf32, #tsr.layout<[0, 3, 2, 1]>>
+  func.return %r : tensor<1x8x8x8xf32, #tsr.layout<[0, 3, 2, 1]>>
+}
