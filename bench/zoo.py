@@ -3,7 +3,9 @@ compiled and what still runs through ATen (and why), the largest difference
 from eager, and the time per call of eager, Inductor and tessera (with and
 without freezing), medians of interleaved rounds in one process.
 
-    .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time]
+    .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time] [--size 224]
+
+``--size`` sets the height and width of an image model's input (a classifier at 224²).
 
 Prints a Markdown table for ``BENCHMARKS.md``. Record the machine with it
 (``/proc/cpuinfo``): compare figures only within one run.
@@ -35,9 +37,22 @@ MODES = {
 }
 
 
+SIZE: int | None = None
+"""``--size``: the spatial size of 4-D image inputs (None: the zoo's)."""
+
+
+def build(name: str):
+    """The zoo model and its inputs, an image input resized to ``SIZE``."""
+    model, inputs = ZOO[name].build()
+    if SIZE is not None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() == 4:
+        x = inputs[0]
+        inputs = (torch.randn(*x.shape[:2], SIZE, SIZE, generator=torch.Generator().manual_seed(0)), *inputs[1:])
+    return model, inputs
+
+
 def status(name: str) -> dict:
     """How tessera compiles ``name``: graphs, fallbacks, ops through ATen, max error."""
-    model, inputs = ZOO[name].build()
+    model, inputs = build(name)
     torch._dynamo.reset()
     with torch.no_grad(), collect_reports() as reports:
         expected = model(*inputs)
@@ -57,7 +72,7 @@ def timings(name: str, reps: int) -> dict[str, float]:
     fns = {}
     for mode, wrap in MODES.items():
         torch._dynamo.reset()
-        model, inputs = ZOO[name].build()
+        model, inputs = build(name)
         fn = wrap(model)
         with torch.no_grad():
             fn(*inputs)
@@ -83,7 +98,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-time", action="store_true", help="status and correctness only")
+    ap.add_argument("--size", type=int, default=None, help="height and width of image inputs")
     a = ap.parse_args()
+    global SIZE
+    SIZE = a.size
     torch.set_num_threads(a.threads)
     logging.getLogger("tessera").setLevel(logging.ERROR)
     print(f"torch {torch.__version__}, {a.threads} threads")

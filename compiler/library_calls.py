@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
 from tessera.dialects.tsr.shapes import ints
+from tessera.passes.target_models import weight_bound
 
 from .interpreter.impls import ConvEpilogue
 from .weight_cache import PackedWeight
@@ -49,7 +50,9 @@ class OneDnnConv:
     the input, so a contiguous conv takes the plain
     ``mkldnn_convolution`` instead (weight reordered per call: the call
     ``bench/conv_layouts.py`` measures for the layout cost model), which
-    returns the contiguous result its type names. The residual is a binary
+    returns the contiguous result its type names. Without ``freezing`` a conv
+    whose weight outweighs its output (``target_models.weight_bound``) takes
+    ATen's call, which reads the plain weight. The residual is a binary
     ``add`` post-op on the packed call; SiLU a post-op where no residual comes
     before it; other activations run after the call, in place (oneDNN's turn
     NaN into 0). Tensors oneDNN does not take (bf16 on a CPU without its bf16
@@ -64,13 +67,14 @@ class OneDnnConv:
         self.after = None if activation in ONEDNN_POST_OPS else IN_PLACE_ACTIVATIONS[activation]
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
+        self.weight_bound = not freezing and weight_bound(op)
         self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
             w, self.padding, self.stride, self.dilation, self.groups, self.input_size), freezing) if freezing else _plain
         self.__name__ = "onednn_conv"
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
         b, r = self.epilogue.split(operands)
-        if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled():
+        if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled() and not self.weight_bound:
             if self.packed and r is None:  # SiLU as a oneDNN post-op: applied before the result is stored
                 y = torch.ops.mkldnn._convolution_pointwise(
                     x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.post_op,

@@ -56,7 +56,8 @@ def fuse_kernels(module: ModuleOp, options: str | CompileOptions) -> ModuleOp:
     regions, by the target's fusion pipeline for the options (a target name: its defaults)."""
     opts = CompileOptions.of(options)
     fused = module.clone()
-    pipeline = without(targets.get(opts.target).fusion_pipeline(opts.features, opts.conv_kernels), opts.disable)
+    pipeline = without(targets.get(opts.target).fusion_pipeline(opts.features, opts.conv_kernels, opts.freezing),
+                       opts.disable)
     build_pipeline(pipeline).apply(make_context(), fused)
     verify_module(fused)
     return fused

@@ -46,42 +46,39 @@ from xdsl.pattern_rewriter import (
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
-from .target_models import TargetPass, own_kernel_conv
+from .target_models import KernelQuery, TargetPass, own_kernel_conv
 
 
-def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, target: str,
-            features: str | None) -> tsr.ConvOp | None:
+def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, query: KernelQuery) -> tsr.ConvOp | None:
     """``conv`` reading ``input`` and giving ``result_type``, where the target's own kernel would compute it."""
     if conv.residual_input is not None and result_type != conv.result.type:
         return None  # the residual is in the result's layout
-    return own_kernel_conv(target, features, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
+    return own_kernel_conv(query, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
 
 
 @dataclass
 class FoldRelayoutIntoConvInput(RewritePattern):
-    target: str
-    features: str | None
+    query: KernelQuery
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.ConvOp, rewriter: PatternRewriter) -> None:
         relayout = op.input.owner
         if not isinstance(relayout, tsr.RelayoutOp):
             return
-        folded = _folded(op, relayout.input, op.result.type, self.target, self.features)
+        folded = _folded(op, relayout.input, op.result.type, self.query)
         if folded is not None:
             replace_by_conv(rewriter, op, folded, [] if relayout.result.has_more_than_one_use() else [relayout])
 
 
 @dataclass
 class FoldRelayoutIntoConvResult(RewritePattern):
-    target: str
-    features: str | None
+    query: KernelQuery
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tsr.RelayoutOp, rewriter: PatternRewriter) -> None:
         conv = op.input.owner
         if isinstance(conv, tsr.ConvOp) and conv.result.has_one_use():
-            folded = _folded(conv, conv.input, op.result.type, self.target, self.features)
+            folded = _folded(conv, conv.input, op.result.type, self.query)
             if folded is not None:
                 replace_by_conv(rewriter, op, folded, [conv])
 
@@ -91,5 +88,5 @@ class FoldRelayoutsIntoConvs(TargetPass):
     name = "fold-relayouts-into-convs"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [FoldRelayoutIntoConvInput(self.target, self.cpu), FoldRelayoutIntoConvResult(self.target, self.cpu)]
+        patterns = [FoldRelayoutIntoConvInput(self.query), FoldRelayoutIntoConvResult(self.query)]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

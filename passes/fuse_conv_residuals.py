@@ -47,7 +47,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
-from .target_models import TargetPass, own_kernel_conv, target_models
+from .target_models import KernelQuery, TargetPass, own_kernel_conv
 
 
 def _bare_conv(v: SSAValue) -> tsr.ConvOp | None:
@@ -71,14 +71,14 @@ def _in_layout(v: SSAValue, t: Attribute, before: Operation) -> SSAValue | None:
 
 
 def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.ConvOp, r: SSAValue,
-                          target: str, features: str | None) -> bool:
+                          query: KernelQuery) -> bool:
     """Fuses ``add(conv, r)`` into a conv that writes the add's layout (not the conv's),
     reading ``r`` as it is, where tessera's kernel computes that conv: a ResNet
     shortcut ``add(conv_nhwc, x_nchw) -> nchw`` becomes one kernel, no relayout."""
     t = add.result.type
     if r.type != t or t == conv.result.type or t.get_shape() != conv.result.type.get_shape():
         return False
-    fused = own_kernel_conv(target, features, conv.input, conv.weight, conv.bias, r, t, conv.properties)
+    fused = own_kernel_conv(query, conv.input, conv.weight, conv.bias, r, t, conv.properties)
     if fused is None:
         return False
     replace_by_conv(rewriter, add, fused, [conv])
@@ -87,8 +87,7 @@ def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.C
 
 @dataclass
 class FuseConvResidual(RewritePattern):
-    target: str
-    features: str | None = None
+    query: KernelQuery
     all_convs: bool = False
 
     @op_type_rewrite_pattern
@@ -98,10 +97,9 @@ class FuseConvResidual(RewritePattern):
             conv = _bare_conv(y) if y is not r else None
             if conv is None or not isinstance(r.type, TensorType):
                 continue
-            if _writes_in_add_layout(rewriter, op, conv, r, self.target, self.features):
+            if _writes_in_add_layout(rewriter, op, conv, r, self.query):
                 return
-            chooser = target_models(self.target).own_conv_kernel
-            if not (self.all_convs or (chooser is not None and chooser(conv, self.features) is not None)):
+            if not (self.all_convs or self.query.own_conv(conv) is not None):
                 continue
             t = conv.result.type
             if (r.type.get_shape() != t.get_shape() or r.type.get_element_type() != t.get_element_type()
@@ -122,4 +120,4 @@ class FuseConvResiduals(TargetPass):
     all_convs: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseConvResidual(self.target, self.cpu, self.all_convs)).rewrite_module(op)
+        PatternRewriteWalker(FuseConvResidual(self.query, self.all_convs)).rewrite_module(op)

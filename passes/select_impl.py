@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 
 from tessera.dialects import tsr
 
-from .target_models import TargetPass, target_models
+from .target_models import TargetPass
 
 IMPL_ATTR = "tsr.impl"
 
@@ -46,16 +46,14 @@ class SelectImpl(TargetPass):
     """``false``: every conv to the library (the backend's ``conv_kernels=False``)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        models = target_models(self.target)
-        features = self.cpu
+        query = self.query
         for o in list(op.walk()):
             if isinstance(o, tsr.ConvOp):
-                choose = models.own_conv_kernel if self.convs else None
+                impl = query.own_conv(o) if self.convs else None
             elif isinstance(o, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
-                choose = models.own_gemm_kernel
+                impl = query.own_gemm(o)
             else:
                 continue
-            impl = choose(o, features) if choose is not None else None
             if impl is None:
                 o.attributes.pop(IMPL_ATTR, None)
             else:

@@ -25,6 +25,7 @@ its :class:`TargetModels` when the registry is imported.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,23 @@ from xdsl.passes import ModulePass
 from tessera.dialects import tsr
 
 MIN_GAIN = 1.10
+
+PER_CALL_WEIGHT_BOUND = 16
+"""Where weights are packed on every call (no ``freezing``), a conv whose weight
+has more than this many times the elements of its output is weight-bound:
+reordering or packing its weight per call costs more than the conv, so it goes
+to the call that reads the plain weight (ATen's ``convolution``, eager's own).
+Measured (BENCHMARKS.md, session 9, 1 thread): a 3x3 512->512 conv at 7x7 (94x)
+takes 4.7 ms through oneDNN's call with a plain weight and 3.3 ms through ATen,
+at 2x2 7.0 against 1.8 ms; up to a ratio of 12 the calls tie."""
+
+
+def weight_bound(conv: Any) -> bool:
+    """Whether packing ``conv``'s weight per call outweighs the conv (:data:`PER_CALL_WEIGHT_BOUND`)."""
+    from tessera.dialects.tsr.shapes import shape_of
+
+    weight, out = shape_of(conv.weight.type), shape_of(conv.result.type)
+    return math.prod(weight) > PER_CALL_WEIGHT_BOUND * math.prod(out)
 
 
 @dataclass(frozen=True)
@@ -110,10 +128,10 @@ def prefers_channels_last(target: str, conv: ConvShape) -> bool:
 @dataclass(frozen=True)
 class TargetModels:
     conv_layouts: tuple[Rule, ...]
-    own_conv_kernel: Callable[[Any, str | None], str | None] | None = None
-    """``own_conv_kernel(conv, features)``: the implementation of the target's own kernel
-    that would compute this ``tsr.conv`` for these features (``None``: the host's), or None
-    where the library should."""
+    own_conv_kernel: Callable[[Any, str | None, bool], str | None] | None = None
+    """``own_conv_kernel(conv, features, freezing)``: the implementation of the target's own
+    kernel that would compute this ``tsr.conv`` for these features (``None``: the host's),
+    weights packed once (``freezing``) or on every call, or None where the library should."""
     own_gemm_kernel: Callable[[Any, str | None], str | None] | None = None
     """``own_gemm_kernel(op, features)``: the same for an int8 GEMM (``tsr.int_mm``, ``tsr.scaled_int_mm``)."""
 
@@ -137,16 +155,35 @@ def known_targets() -> tuple[str, ...]:
     return tuple(sorted(_MODELS))
 
 
-def own_kernel_conv(target: str, features: str | None, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
+@dataclass(frozen=True)
+class KernelQuery:
+    """What a pass asks a target's models about its own kernels: for the CPU of
+    ``features`` (None: this host's), with weights packed once (``freezing``) or
+    on every call."""
+
+    target: str
+    features: str | None = None
+    freezing: bool = False
+
+    def own_conv(self, conv: Any) -> str | None:
+        """The implementation of the target's own kernel for ``conv``, or None (the library)."""
+        chooser = target_models(self.target).own_conv_kernel
+        return chooser(conv, self.features, self.freezing) if chooser is not None else None
+
+    def own_gemm(self, op: Any) -> str | None:
+        chooser = target_models(self.target).own_gemm_kernel
+        return chooser(op, self.features) if chooser is not None else None
+
+
+def own_kernel_conv(query: KernelQuery, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
                     residual: SSAValue | None, result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
     """A new conv with these operands (``ConvOp.with_epilogue``, not inserted
-    anywhere) if ``target``'s own kernel would compute it, else None: how a pass
+    anywhere) if the target's own kernel would compute it, else None: how a pass
     asks whether a rewrite it is about to make gives the kernel its conv."""
-    chooser = target_models(target).own_conv_kernel
-    if chooser is None:
+    if target_models(query.target).own_conv_kernel is None:
         return None
     conv = tsr.ConvOp.with_epilogue(input, weight, bias, residual, result_type, properties)
-    if chooser(conv, features) is not None:
+    if query.own_conv(conv) is not None:
         return conv
     conv.drop_all_references()
     return None
@@ -155,17 +192,19 @@ def own_kernel_conv(target: str, features: str | None, input: SSAValue, weight: 
 @dataclass(frozen=True)
 class TargetPass(ModulePass):
     """A pass that asks a target's models, for the CPU of ``features``:
-    ``fuse-conv-residuals{target=x86 features="+avx2,+fma"}``. A bad target
+    ``fuse-conv-residuals{target=x86 features="+avx2,+fma" freezing=true}``. A bad target
     name is a ``ValueError`` (a bad pass option) naming the known ones."""
 
     target: str
     features: str = ""
     """The CPU to build for (empty: this host's)."""
+    freezing: bool = False
+    """Weights are packed once (``torch.compile``'s ``freezing``), not on every call."""
 
     def __post_init__(self) -> None:
         target_models(self.target)
 
     @property
-    def cpu(self) -> str | None:
-        """``features``, or None for this host's (what the models take)."""
-        return self.features or None
+    def query(self) -> KernelQuery:
+        """What the models are asked with (empty features: this host's)."""
+        return KernelQuery(self.target, self.features or None, self.freezing)

@@ -119,12 +119,15 @@ class Target:
         models = self.models()
         return models.own_conv_kernel is not None or models.own_gemm_kernel is not None
 
-    def fusion_pipeline(self, features: str | None = None, conv_kernels: bool = True) -> tuple[str, ...]:
+    def fusion_pipeline(self, features: str | None = None, conv_kernels: bool = True,
+                        freezing: bool = False) -> tuple[str, ...]:
         """Convs shaped for the target's own kernel; library ops take the epilogues
         they compute themselves; each conv's and int8 GEMM's implementation recorded;
         then the remaining pointwise/reduction groups become kernels. ``features``: the CPU
-        to build for (``None``: this host's); ``conv_kernels=False``: every conv on the library."""
-        options = f"target={self.name}" + (f' features="{features}"' if features else "")
+        to build for (``None``: this host's); ``conv_kernels=False``: every conv on the library;
+        ``freezing``: weights packed once, not on every call."""
+        options = (f"target={self.name}" + (f' features="{features}"' if features else "")
+                   + (" freezing=true" if freezing else ""))
         shape = [f"{p}{{{options}}}" for p in self.own_conv_kernel_passes] if conv_kernels else []
         select = ([f"select-impl{{{options}" + ("" if conv_kernels else " convs=false") + "}"]
                   if self.selects_impl() else [])

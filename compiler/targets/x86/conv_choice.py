@@ -6,6 +6,7 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(conv, "+avx2,+fma")    # "avx2"
     kernel_isa(conv, None)            # this host's widest path, or None (no AVX2 and FMA)
     kernel_isa(bf16_conv, None)       # None: the library (oneDNN) computes it
+    kernel_isa(conv_512x512_7x7, None, freezing=False)   # None: weight-bound, packing it per call loses
 
 The kernel takes f32 2-D/3-D convs reading and writing channels-last or
 contiguous tensors, of a class the measured cost model
@@ -21,7 +22,7 @@ from xdsl.ir import SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, identity, layout_of
 from tessera.dialects.tsr.shapes import elem_of, shape_of
-from tessera.passes.target_models import ConvShape
+from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
@@ -49,12 +50,16 @@ def kernel_layout(v: SSAValue) -> str | None:
     return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
 
 
-def kernel_isa(op: tsr.ConvOp, features: str | None = None) -> str | None:
+def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:
     """The vector path on which tessera's kernel computes ``op`` for ``features``
-    (``None``: this host's), or None where the library should."""
+    (``None``: this host's), or None where the library should. Without
+    ``freezing`` its weight is packed on every call: a weight-bound conv
+    (``weight_bound``) goes to the library, which reads the plain weight."""
     rank = len(op.input.type.get_shape())
     layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
     if None in layouts or not all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result)):
+        return None
+    if not freezing and weight_bound(op):
         return None
     isa = _isa(features)
     return isa if isa is not None and prefers_tessera("x86", ConvShape.of(op), *layouts) else None

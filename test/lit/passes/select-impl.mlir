@@ -3,12 +3,16 @@
 // nothing: the library. A depthwise 3x3 goes to the conv kernel; a first conv with 3
 // input channels and a bf16 conv stay on oneDNN; an int8 GEMM takes the fastest
 // path the features have (none without AVX2); convs=false leaves every conv to the
-// library; the ptx target has no kernels of its own.
+// library; the ptx target has no kernels of its own. A weight-bound conv (1x1
+// 1024->256 at 2x2: 256x more weight than output) goes to the kernel only when its
+// weight is packed once (freezing=true): packed on every call, it loses to the
+// library's call on the plain weight.
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f,+avx512vnni" convs=false}' | filecheck %s --check-prefix=NOCONV
 // RUN: compilerctl opt %s -p 'select-impl{target=ptx}' | filecheck %s --check-prefix=LIB
+// RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f" freezing=true}' | filecheck %s --check-prefix=FROZEN
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"},select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
 
 // AVX512-LABEL: func.func @depthwise(
@@ -18,6 +22,10 @@
 // AVX512-LABEL: func.func @half(
 // AVX512-NOT: tsr.impl
 
+// AVX512-LABEL: func.func @weight_bound(
+// AVX512-NOT: tsr.impl
+// FROZEN-LABEL: func.func @weight_bound(
+// FROZEN: tsr.conv {{.*}}tsr.impl = "avx512"
 // AVX512-LABEL: func.func @int8(
 // AVX512: tsr.int_mm {{.*}}tsr.impl = "avx2"
 // AVX512: tsr.scaled_int_mm {{.*}}tsr.impl = "avx2"
@@ -46,6 +54,11 @@ func.func @first_conv(%x: tensor<1x3x32x32xf32, #tsr.layout<nhwc>>, %w: tensor<1
 func.func @half(%x: tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>, %w: tensor<64x1x3x3xbf16>) -> tensor<1x64x14x14xbf16, #tsr.layout<nhwc>> {
   %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 64 : i64} : (tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>, tensor<64x1x3x3xbf16>) -> tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>
   func.return %y : tensor<1x64x14x14xbf16, #tsr.layout<nhwc>>
+}
+
+func.func @weight_bound(%x: tensor<1x1024x2x2xf32, #tsr.layout<nhwc>>, %w: tensor<256x1024x1x1xf32>) -> tensor<1x256x2x2xf32, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x1024x2x2xf32, #tsr.layout<nhwc>>, tensor<256x1024x1x1xf32>) -> tensor<1x256x2x2xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x256x2x2xf32, #tsr.layout<nhwc>>
 }
 
 func.func @int8(%a: tensor<32x64xui8>, %b: tensor<64x16xi8>, %sa: tensor<32xf32>, %sb: tensor<16xf32>) -> (tensor<32x16xi32>, tensor<32x16xf32>) {
