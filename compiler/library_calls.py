@@ -52,7 +52,7 @@ class OneDnnConv:
     ``bench/conv_layouts.py`` measures for the layout cost model), which
     returns the contiguous result its type names. Without ``freezing`` a conv
     whose weight outweighs its output (``target_models.weight_bound``) takes
-    ATen's call, which reads the plain weight. The residual is a binary
+    ATen's NCHW call, which reads the plain weight. The residual is a binary
     ``add`` post-op on the packed call; SiLU a post-op where no residual comes
     before it; other activations run after the call, in place (oneDNN's turn
     NaN into 0). Tensors oneDNN does not take (bf16 on a CPU without its bf16
@@ -74,7 +74,9 @@ class OneDnnConv:
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
         b, r = self.epilogue.split(operands)
-        if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled() and not self.weight_bound:
+        if self.weight_bound and x.device.type == "cpu":
+            return self._on_plain_weight(x, w, b, r)
+        if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled():
             if self.packed and r is None:  # SiLU as a oneDNN post-op: applied before the result is stored
                 y = torch.ops.mkldnn._convolution_pointwise(
                     x, self.weight(w), b, self.padding, self.stride, self.dilation, self.groups, self.post_op,
@@ -89,6 +91,17 @@ class OneDnnConv:
                 x, w, b, self.padding, self.stride, self.dilation, self.groups), r)
         return self.epilogue.apply(torch.ops.aten.convolution(
             x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
+
+    def _on_plain_weight(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
+                         r: torch.Tensor | None) -> torch.Tensor:
+        """A weight-bound conv as ATen's NCHW convolution, which reads the plain weight
+        (its channels-last call was measured up to 4x slower on such convs:
+        ``bench/conv_default_calls.py``); a channels-last result is copied back (a
+        weight-bound conv's output is small)."""
+        y = self.epilogue.apply(torch.ops.aten.convolution(
+            x.contiguous(), w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride),
+            self.groups), r)
+        return y.contiguous(memory_format=_CHANNELS_LAST[y.dim()]) if self.packed else y
 
 
 class AtenConv:
@@ -132,6 +145,8 @@ class MklLinear:
 def _plain(w: torch.Tensor) -> torch.Tensor:
     return w
 
+
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 _HAS_MKL = torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
 _HAS_MKLDNN = torch.backends.mkldnn.is_available()
