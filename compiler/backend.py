@@ -201,7 +201,8 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     compiled so per concrete size class, when first called with it
     (``size_specialization``)."""
     if any(is_symbolic(x) for x in example_inputs):
-        return make_boxed_func(SizeSpecializedGraph(gm, lambda g: _compile_program(g, options, kind, device)))
+        return make_boxed_func(SizeSpecializedGraph(gm, lambda g: _compile_program(g, options, kind, device),
+                                                    strict=options.strict))
     return make_boxed_func(_compile_program(gm, options, kind, device))
 
 

@@ -14,12 +14,14 @@ version and the code generator's fingerprint.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.cache import CompileCache, cache_key
 from tessera.runtime.device import Device
+from tessera.runtime.kernel import Kernel
 from tessera.runtime.module import Module
 from tessera.runtime.options import RuntimeOptions
 
@@ -45,6 +47,35 @@ def cached_artifact(source: str, target_key: str, build: Callable[[], Artifact],
     if not isinstance(cache, CompileCache):
         raise TypeError(f"cache must be a CompileCache, None or DEFAULT, not {type(cache).__name__}")
     return cache.get_or_build(cache_key(source, target_key, tessera_version(), codegen_fingerprint()), build)
+
+
+LOADED_KERNELS = 256
+"""Kernels built from a spec that :func:`cpu_kernel` keeps loaded (least recently used dropped)."""
+
+_loaded: OrderedDict[tuple[str, str, int], Kernel] = OrderedDict()
+
+
+def cpu_kernel(name: str, source: str, target_key: Callable[[], str], build: Callable[[], Artifact]) -> Kernel:
+    """Kernel ``name`` of the CPU artifact that ``source`` defines (a spec and the
+    features it is built for) and ``target_key()`` keys (:func:`cached_artifact`),
+    loaded once per process and thread count: how the kernels tessera builds from a
+    spec (convs, int8 GEMMs, their packing) are had. A loaded kernel is found by
+    ``source`` alone (``target_key`` and ``build`` run on a miss only: per-call paths ask).
+
+        cpu_kernel(spec.kernel_name, f"{spec!r} {features}", lambda: conv_target(spec.isa, features).cache_key(),
+                   lambda: build_conv(spec, features))
+    """
+    import torch
+
+    key = (name, source, torch.get_num_threads())
+    kernel = _loaded.get(key)
+    if kernel is None:
+        kernel = _loaded[key] = Device("cpu").load(cached_artifact(source, target_key(), build)).kernel(name)
+        if len(_loaded) > LOADED_KERNELS:
+            _loaded.popitem(last=False)
+    else:
+        _loaded.move_to_end(key)
+    return kernel
 
 
 def compile_artifact(kernels: ModuleOp, target: str | None = None, features: str | None = None,

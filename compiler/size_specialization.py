@@ -119,10 +119,12 @@ class SizeSpecializedGraph:
     (``static graph -> callable returning its outputs as a list``)."""
 
     def __init__(self, gm: torch.fx.GraphModule, compile_static: Callable[[torch.fx.GraphModule], Callable],
-                 max_entries: int = MAX_SPECIALIZATIONS):
+                 max_entries: int = MAX_SPECIALIZATIONS, strict: bool = False):
         self.gm = gm
         self.compile_static = compile_static
         self.max_entries = max_entries
+        self.strict = strict
+        """Raise where a size class cannot be retraced, instead of running the graph as ATen."""
         self.compiled: OrderedDict[tuple, tuple[Callable, Specialized]] = OrderedDict()
 
     @staticmethod
@@ -135,8 +137,7 @@ class SizeSpecializedGraph:
         key = self.key(args)
         entry = self.compiled.get(key)
         if entry is None:
-            spec = specialize(self.gm, args)
-            entry = (self.compile_static(spec.graph), spec)
+            entry = self._compile(args)
             self.compiled[key] = entry
             if len(self.compiled) > self.max_entries:
                 self.compiled.popitem(last=False)
@@ -149,3 +150,18 @@ class SizeSpecializedGraph:
         for k, v in spec.views.items():
             outs[k] = args[v.input].as_strided(v.size, v.stride, v.offset)
         return outs
+
+    def _compile(self, args: Sequence[Any]) -> tuple[Callable, Specialized]:
+        """The compiled program of ``args``' size class; where the graph cannot be
+        retraced at those sizes, the graph itself (ATen's ops at those sizes: eager's
+        answer), with a warning, unless ``strict``."""
+        try:
+            spec = specialize(self.gm, args)
+        except Exception as e:  # noqa: BLE001 - the symbolic graph still runs as ATen
+            if self.strict:
+                raise
+            log.warning("tessera: a graph could not be specialized to its sizes (%s: %s); it runs as ATen at them",
+                        type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            outputs = len(next(n for n in self.gm.graph.nodes if n.op == "output").args[0])
+            return (lambda *xs: list(self.gm(*xs))), Specialized(self.gm, tuple(range(len(args))), {}, {}, outputs)
+        return self.compile_static(spec.graph), spec

@@ -42,9 +42,10 @@ PER_CALL_WEIGHT_BOUND = 16
 has more than this many times the elements of its output is weight-bound:
 reordering or packing its weight per call costs more than the conv, so it goes
 to the call that reads the plain weight (ATen's ``convolution``, eager's own).
-Measured (BENCHMARKS.md, session 9, 1 thread): a 3x3 512->512 conv at 7x7 (94x)
-takes 4.7 ms through oneDNN's call with a plain weight and 3.3 ms through ATen,
-at 2x2 7.0 against 1.8 ms; up to a ratio of 12 the calls tie."""
+Measured (``bench/conv_default_calls.py``, BENCHMARKS.md session 9, 1 thread): a 3x3
+512->512 conv at 7x7 (ratio 94) takes 8.4 ms through oneDNN's call with a plain weight
+and 2.4 ms through ATen's NCHW call, at 2x2 (1152) 8.0 against 0.8 ms; at ratios up to
+12 (3x3 256->256 at 14x14) the calls are within 10% of each other."""
 
 
 def weight_bound(conv: Any) -> bool:

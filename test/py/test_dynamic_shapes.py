@@ -200,3 +200,29 @@ def test_an_output_that_is_a_view_of_an_input_stays_one():
         for g, w in zip(got, want):
             assert torch.equal(g, w) and g.stride() == w.stride()
         assert got[0].data_ptr() == x.data_ptr() and got[1].untyped_storage().data_ptr() == x.data_ptr()
+
+
+def test_a_size_class_that_cannot_be_retraced_runs_as_aten(monkeypatch, caplog):
+    """Should retracing at a size fail (injected here), the symbolic graph runs as
+    ATen at that size with a warning: eager's answer, never the user's crash;
+    under ``strict`` the error reaches the caller."""
+    import logging
+
+    from tessera.compiler import size_specialization
+
+    def fail(gm, args):
+        raise RuntimeError("no retrace")
+
+    monkeypatch.setattr(size_specialization, "specialize", fail)
+
+    def f(x):
+        return torch.sin(x) * x.shape[0]
+
+    x = torch.randn(6, 5)
+    with caplog.at_level(logging.WARNING, logger="tessera"):
+        got = torch.compile(f, backend="tessera", dynamic=True)(x)
+    assert torch.equal(got, f(x))
+    assert any("could not be specialized" in r.getMessage() for r in caplog.records)
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="no retrace"):
+        torch.compile(f, backend="tessera", dynamic=True, options=STRICT)(x)

@@ -15,12 +15,11 @@ like every tessera kernel), the loaded kernel in this process.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import torch
 
-from tessera.compiler.build import cached_artifact
+from tessera.compiler.build import cpu_kernel
 from tessera.compiler.targets.x86.conv.build import build_conv, conv_target
 from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable, ConvOperandMismatch
 from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
@@ -34,17 +33,7 @@ from tessera.compiler.targets.x86.conv.packing import (
 )
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import choose_tiling
-from tessera.runtime.device import Device
 from tessera.runtime.kernel import Kernel
-
-
-@functools.lru_cache(maxsize=128)
-def _kernel(spec: ConvSpec, features: str | None, threads: int) -> Kernel:
-    art = cached_artifact(repr(spec), conv_target(spec.isa, features).cache_key(), lambda: build_conv(spec, features))
-    return Device("cpu").load(art).kernel(spec.kernel_name)
-
-
-_PACK_KERNELS: dict[tuple[str, int], Kernel] = {}
 
 
 def weight_packer(spec: ConvSpec) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -53,11 +42,8 @@ def weight_packer(spec: ConvSpec) -> Callable[[torch.Tensor], torch.Tensor]:
     call where weights are packed per call."""
     if not can_run_conv(spec.isa):
         raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r} (select_conv_isa() picks one it can)")
-    name, threads = pack_kernel_name(spec), torch.get_num_threads()
-    kernel = _PACK_KERNELS.get((name, threads))
-    if kernel is None:
-        art = cached_artifact(name, conv_target(spec.isa).cache_key(), lambda: build_pack_kernel(spec))
-        kernel = _PACK_KERNELS[(name, threads)] = Device("cpu").load(art).kernel(name)
+    name = pack_kernel_name(spec)
+    kernel = cpu_kernel(name, name, lambda: conv_target(spec.isa).cache_key(), lambda: build_pack_kernel(spec))
     shape = packed_shape(spec, choose_tiling(spec))
 
     def pack(w: torch.Tensor) -> torch.Tensor:
@@ -78,7 +64,8 @@ def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
     """The loaded kernel of ``spec`` (built once per process, path and thread count)."""
     if not can_run_conv(spec.isa):
         raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r} (select_conv_isa() picks one it can)")
-    return _kernel(spec, features, torch.get_num_threads())
+    return cpu_kernel(spec.kernel_name, f"{spec!r} {features}", lambda: conv_target(spec.isa, features).cache_key(),
+                      lambda: build_conv(spec, features))
 
 
 def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1, *, bias: bool = False,

@@ -10,18 +10,15 @@ is ``isa`` if given, the packing's if B is packed, else the host's fastest.
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
-from tessera.compiler.build import cached_artifact
+from tessera.compiler.build import cpu_kernel
 from tessera.compiler.targets.x86.int8_gemm.build import build_int8_gemm, gemm_target
 from tessera.compiler.targets.x86.int8_gemm.errors import IsaUnavailable, OperandMismatch
 from tessera.compiler.targets.x86.int8_gemm.isa import can_run, select_isa
 from tessera.compiler.targets.x86.int8_gemm.pack_kernel import build_pack_kernel, pack_kernel_name
 from tessera.compiler.targets.x86.int8_gemm.packing import PackedB, check_b, pack_layout
 from tessera.compiler.targets.x86.int8_gemm.spec import Int8GemmSpec
-from tessera.runtime.device import Device
 from tessera.runtime.kernel import Kernel
 
 
@@ -30,24 +27,11 @@ def _require_runnable(isa: str) -> None:
         raise IsaUnavailable(f"this CPU cannot run the int8 GEMM path {isa!r} (pick one of select_isa()'s choices)")
 
 
-@functools.lru_cache(maxsize=64)
-def _kernel(spec: Int8GemmSpec, features: str | None, threads: int) -> Kernel:
-    art = cached_artifact(repr(spec), gemm_target(spec.isa, features).cache_key(),
-                          lambda: build_int8_gemm(spec, features))
-    return Device("cpu").load(art).kernel(spec.kernel_name)
-
-
-@functools.lru_cache(maxsize=16)
-def _pack_kernel(K: int, N: int, isa: str, a_signed: bool, threads: int) -> Kernel:
-    art = cached_artifact(pack_kernel_name(K, N, isa, a_signed), gemm_target(isa).cache_key(),
-                          lambda: build_pack_kernel(K, N, isa, a_signed))
-    return Device("cpu").load(art).kernel(art.signatures[0].name)
-
-
 def load_int8_gemm(spec: Int8GemmSpec, features: str | None = None) -> Kernel:
     """The loaded kernel of ``spec`` (built once per process and thread count)."""
     _require_runnable(spec.isa)
-    return _kernel(spec, features, torch.get_num_threads())
+    return cpu_kernel(spec.kernel_name, f"{spec!r} {features}", lambda: gemm_target(spec.isa, features).cache_key(),
+                      lambda: build_int8_gemm(spec, features))
 
 
 def pack_b_kernel(b: torch.Tensor, isa: str | None = None, a_signed: bool = False) -> PackedB:
@@ -58,7 +42,9 @@ def pack_b_kernel(b: torch.Tensor, isa: str | None = None, a_signed: bool = Fals
     K, N = b.shape
     lay = pack_layout(K, N, isa, a_signed)
     out = torch.empty(lay.shape, dtype=torch.int8)
-    _pack_kernel(K, N, isa, a_signed, torch.get_num_threads())(b.contiguous(), out)
+    name = pack_kernel_name(K, N, isa, a_signed)
+    pack = cpu_kernel(name, name, lambda: gemm_target(isa).cache_key(), lambda: build_pack_kernel(K, N, isa, a_signed))
+    pack(b.contiguous(), out)
     return PackedB(out, K, N, isa, a_signed)
 
 
