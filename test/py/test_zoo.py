@@ -67,6 +67,20 @@ def test_inference_matches_eager(zoo):
     _print_aten(zoo.name, reports)
 
 
+@pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name, marks=[pytest.mark.slow] if m.slow else [])
+                                 for m in MODELS])
+def test_inference_with_dynamic_shapes_matches_eager(zoo):
+    """Every model compiled with ``dynamic=True`` (symbolic sizes: each size class
+    compiled when first called, ``size_specialization.py``) runs compiled and
+    matches eager."""
+    model, inputs = zoo.build()
+    with torch.no_grad(), collect_reports() as reports:
+        expected = model(*inputs)
+        got = torch.compile(model, backend="tessera", dynamic=True, options=_options(zoo.name))(*inputs)
+        _close(got, expected, zoo.tolerance, f"{zoo.name}, dynamic=True")
+    _check_compiled(zoo.name, reports)
+
+
 @pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name) for m in MODELS if m.training])
 def test_training_step_matches_eager(zoo):
     model, inputs = zoo.build()
