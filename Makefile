@@ -5,7 +5,7 @@
 # runtime (typed clean); the rest of the tree is ruff-clean and joins mypy's list as it is typed.
 TYPED = compiler/targets/ compiler/stage_io.py compiler/build.py compiler/placements.py compiler/stages.py \
 	compiler/translate.py compiler/backend.py compiler/host_program.py compiler/library_calls.py compiler/cli.py \
-	compiler/lazy_exports.py compiler/size_specialization.py compiler/codegen/fingerprint.py passes/target_models.py passes/select_impl.py passes/fuse_conv_residuals.py \
+	compiler/lazy_exports.py compiler/size_specialization.py compiler/graph_cache.py compiler/codegen/fingerprint.py passes/target_models.py passes/select_impl.py passes/fuse_conv_residuals.py \
 	passes/fold_relayouts_into_convs.py runtime/
 
 setup:

@@ -29,15 +29,18 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from tessera.compiler.placements import in_layout, placement_of
+from tessera.runtime.artifact import Artifact
+from tessera.runtime.cache import CompileCache
 
-from . import targets
+from . import graph_cache, targets
 from .capture import aot_backend
 from .codegen.errors import UnknownTarget
 from .context import make_context
 from .fx_import import import_graph
+from .graph_cache import CompiledGraph
 from .host_program import HostProgram, build_host_program
 from .interpreter import Interpreter, find_function
-from .ir_io import print_module, verify_module
+from .ir_io import parse_module, print_module, verify_module
 from .pass_pipeline import build_pipeline, pass_name, without
 from .report import ATEN, INTERPRETER, FallbackError, GraphReport, publish
 from .size_specialization import SizeSpecializedGraph, is_symbolic
@@ -179,16 +182,28 @@ def compile_kernels_of(module: ModuleOp, options: CompileOptions,
                        device: torch.device = torch.device("cpu")) -> HostProgram:
     """Fuse, lower, compile and load the kernels of a graph-optimized module:
     its host program (on ``device``: a CUDA device runs ptx kernels built for its sm)."""
-    from tessera.runtime import Device
+    return host_program_of(*build_kernels(module, options), options, device)
 
-    from .build import compile_kernels
+
+def build_kernels(module: ModuleOp, options: CompileOptions) -> tuple[ModuleOp, Artifact | None]:
+    """The host graph (``kernel`` stage) of a graph-optimized module and the artifact
+    of its fused kernels (None where it launches none)."""
+    from .build import compile_artifact
     from .stages import fuse_kernels, lower_kernels
 
     program_ir = lower_kernels(fuse_kernels(module, options), options.target)
     has_kernels = any(True for _ in program_ir.kernels.ops)
-    kernels = (compile_kernels(program_ir.kernels, options.target, options.features, device=Device(device))
-               if has_kernels else None)
-    return build_host_program(program_ir.host, kernels, device=device, freezing=options.freezing,
+    artifact = compile_artifact(program_ir.kernels, options.target, options.features) if has_kernels else None
+    return program_ir.host, artifact
+
+
+def host_program_of(host: ModuleOp, artifact: Artifact | None, options: CompileOptions,
+                    device: torch.device) -> HostProgram:
+    """The program of a host graph whose fused kernels ``artifact`` holds, loaded on ``device``."""
+    from tessera.runtime import Device
+
+    kernels = Device(device).load(artifact) if artifact is not None else None
+    return build_host_program(host, kernels, device=device, freezing=options.freezing,
                               target=targets.get(options.target))
 
 
@@ -223,6 +238,14 @@ def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: st
 
 def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphReport,
              device: torch.device) -> Callable:
+    compile_options = options.compile_options(device)
+    runs = options.codegen and _runs_on(targets.get(compile_options.target), device.type)
+    cache = CompileCache.default() if runs and not options.print_ir else None
+    key = graph_cache.graph_key(gm, compile_options) if cache is not None else None
+    if cache is not None and key is not None:
+        cached = _cached_program(cache, key, gm, options, compile_options, report, device)
+        if cached is not None:
+            return cached
     try:
         result = import_graph(gm)
         verify_module(result.module)
@@ -234,21 +257,61 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     if options.print_ir:
         print(f"// tessera: {report.kind} graph\n{print_module(result.module)}")
     run = None
-    compile_options = options.compile_options(device)
     if not options.codegen:
         report.status, report.reason = INTERPRETER, "codegen=False"
-    elif not _runs_on(targets.get(compile_options.target), device.type):
+    elif not runs:
         report.status, report.reason = INTERPRETER, f"target {compile_options.target} does not run on {device.type} tensors"
     else:
         try:
-            host = compile_kernels_of(result.module, compile_options, device)
+            host_ir, artifact = build_kernels(result.module, compile_options)
+            host = host_program_of(host_ir, artifact, compile_options, device)
         except Exception as e:  # noqa: BLE001 - the interpreter still gives the right answer
             report.status, report.reason = INTERPRETER, _reason(e)
         else:
             run = host
             host.report.kind = report.kind
             vars(report).update(vars(host.report))
-    return GraphProgram(result.module, result.output_is_none, run, gm.forward, options.strict, report.kind)
+            if cache is not None and key is not None:
+                graph_cache.store(cache, key, CompiledGraph(print_module(host_ir), artifact,
+                                                            tuple(result.output_is_none)))
+    return GraphProgram(result.module, result.output_is_none, run, _rerun_of(gm), options.strict, report.kind)
+
+
+def _cached_program(cache: CompileCache, key: str, gm: torch.fx.GraphModule, options: BackendOptions,
+                    compile_options: CompileOptions, report: GraphReport, device: torch.device) -> GraphProgram | None:
+    """The program of the graph's entry in the graph cache, or None (no entry, or
+    one that cannot be loaded: the graph is then compiled)."""
+    remote_hits = cache.remote_hits
+    entry = graph_cache.lookup(cache, key)
+    if entry is None:
+        return None
+    try:
+        host_ir = parse_module(entry.host, "<graph cache>")
+        host = host_program_of(host_ir, entry.artifact, compile_options, device)
+    except Exception as e:  # noqa: BLE001 - a stale or foreign entry: compile the graph instead
+        log.warning("tessera: graph cache entry %s... could not be loaded (%s); compiling the graph",
+                    key[:16], _reason(e))
+        return None
+    host.report.kind = report.kind
+    vars(report).update(vars(host.report))
+    report.cached = "remote" if cache.remote_hits > remote_hits else "local"
+    return GraphProgram(host_ir, list(entry.output_is_none), host, _rerun_of(gm), options.strict, report.kind)
+
+
+COLLECTIVE_NAMESPACES = ("_c10d_functional", "c10d", "_dtensor")
+"""Op namespaces whose ops talk to other processes (all-reduce, all-gather, ...)."""
+
+
+def _rerun_of(gm: torch.fx.GraphModule) -> Callable | None:
+    """The captured graph, to run again as ATen should the compiled program fail
+    while running; None for a graph that must not run twice: one that talks to
+    other processes (a collective sent twice by one process desynchronizes them
+    all) or orders side effects (``with_effects``). Its failure reaches the caller."""
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and (getattr(n.target, "namespace", None) in COLLECTIVE_NAMESPACES
+                                        or n.target is torch.ops.higher_order.with_effects):
+            return None
+    return gm.forward
 
 
 def _runs_on(target: targets.Target, device_type: str) -> bool:

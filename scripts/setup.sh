@@ -17,13 +17,21 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# The AArch64 target's execution test runs its kernels under qemu-aarch64, linked by a cross
-# compiler (Debian's packages). Installed where this runs as root with apt; the test skips
-# with its reason elsewhere.
-if ! command -v qemu-aarch64 >/dev/null || ! command -v aarch64-linux-gnu-gcc >/dev/null; then
+# Debian's packages some tests need, installed where this runs as root with apt; each test
+# skips with its reason elsewhere:
+# - qemu-user, gcc-aarch64-linux-gnu: the AArch64 target's execution test runs its kernels
+#   under qemu-aarch64, linked by a cross compiler;
+# - redis-server: the compile cache's remote tier is tested against a real server on 127.0.0.1;
+# - libcap2-bin (capsh): the read-only-cache test drops root's permission override.
+need=()
+command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v capsh >/dev/null || need+=(libcap2-bin)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    (apt-get install -y -q qemu-user gcc-aarch64-linux-gnu >/dev/null 2>&1 \
-      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q qemu-user gcc-aarch64-linux-gnu >/dev/null 2>&1; }) \
-      || echo "setup: qemu-user/gcc-aarch64-linux-gnu not installed: the AArch64 execution test will skip" >&2
+    (apt-get install -y -q "${need[@]}" >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${need[@]}" >/dev/null 2>&1; }) \
+      || echo "setup: ${need[*]} not installed: the tests that need them will skip" >&2
   fi
 fi

@@ -154,6 +154,11 @@ class Target:
         were asked for (``None``: the target's default, the host's for a CPU)."""
         return None
 
+    def cache_key(self, features: str | None = None) -> str:
+        """What this target's code for ``features`` requires of the machine (name,
+        triple, CPU, features): the target's part of every compile-cache key."""
+        return self.codegen(features).cache_key()
+
     def artifact(self, kernels: ModuleOp, features: str | None = None) -> tuple[str, Callable[[], Artifact]]:
         """The cache key part of this target and features, and a builder of the
         artifact the runtime loads for ``kernels``: the driver's stages from
@@ -164,7 +169,7 @@ class Target:
         from ..stages import run_stages
         from .llvm_stages import kernels_only
 
-        key = self.codegen(features).cache_key()
+        key = self.cache_key(features)
 
         def build() -> Artifact:
             stage = self.artifact_stage

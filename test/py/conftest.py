@@ -4,9 +4,13 @@ dtype-appropriate tolerances."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import logging
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -17,6 +21,12 @@ import torch.fx
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from tessera.dialects.tsr import LayoutAttr
+
+# Each test session compiles into a compile cache of its own (kernels and graphs, see
+# runtime/cache.py), so that no entry of an earlier run answers for the code under test.
+_CACHE_DIR = tempfile.mkdtemp(prefix="tessera-test-cache-")
+os.environ["TESSERA_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 # Dynamo's structured trace logs at DEBUG by the thousand; keep failures readable.
 logging.getLogger("torch.__trace").setLevel(logging.INFO)

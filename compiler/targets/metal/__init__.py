@@ -47,11 +47,16 @@ class Metal(GpuTarget):
     def stages(self) -> dict[str, Stage]:
         return {"msl": msl_stage, "metallib": metallib_stage}  # metallib: needs xcrun
 
+    def cache_key(self, features: str | None = None) -> str:
+        from .msl import MSL_VERSION
+
+        return f"metal|{MSL_VERSION}"
+
     def artifact(self, kernels, features: str | None = None) -> tuple[str, Callable]:
         """MSL source: the Metal driver compiles it at load time."""
-        from .msl import MSL_VERSION, msl_artifact
+        from .msl import msl_artifact
 
-        return f"metal|{MSL_VERSION}", lambda: msl_artifact(kernels)
+        return self.cache_key(features), lambda: msl_artifact(kernels)
 
     def status(self) -> TargetStatus:
         import shutil
