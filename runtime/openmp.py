@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 from collections.abc import Sequence
 
 import llvmlite.binding as llvm
@@ -96,16 +97,33 @@ def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function
 class Trampolines:
     """The native ``void @<kernel>.parallel(ptr %ctx)`` (``ctx = {i64 total,
     ptr arg0, ...}``) of each kernel of one loaded object, compiled together:
-    one MCJIT engine per object (about 10 ms), not one per kernel."""
+    one MCJIT engine per object (about 5-10 ms), not one per kernel, and only
+    when a kernel of the object first runs on more than one thread (a program
+    run on one thread, or a graph loaded from the cache and not yet run, never
+    pays for it)."""
 
     def __init__(self, kernels: Sequence[tuple[int, int]]):
         """``kernels``: (address, number of buffers) of each kernel."""
+        self._kernels = list(kernels)
+        self._addresses: list[int] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def addresses(self) -> list[int]:
+        """Each kernel's trampoline (compiled on first use)."""
+        if self._addresses is None:
+            with self._lock:
+                if self._addresses is None:
+                    self._addresses = self._compile()
+        return self._addresses
+
+    def _compile(self) -> list[int]:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         module = ir.Module(name="tessera_parallel")
         module.triple = llvm.get_process_triple()
         names = []
-        for address, num_buffers in kernels:
+        for address, num_buffers in self._kernels:
             name = f"tessera_kernel_{address:x}"
             llvm.add_symbol(name, address)
             _add_trampoline(module, name, num_buffers)
@@ -115,7 +133,7 @@ class Trampolines:
         tm = llvm.Target.from_default_triple().create_target_machine(jit=True)  # the engine takes it over
         self._engine = llvm.create_mcjit_compiler(parsed, tm)  # owns the trampolines' code
         self._engine.finalize_object()
-        self.addresses = [self._engine.get_function_address(f"{n}.parallel") for n in names]
+        return [self._engine.get_function_address(f"{n}.parallel") for n in names]
 
     def run(self, index: int, pointers: Sequence[int], total: int, threads: int) -> None:
         """Runs kernel ``index``'s ``[0, total)`` split over ``threads`` OpenMP threads."""
