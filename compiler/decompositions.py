@@ -30,6 +30,9 @@ KEPT_WHOLE = (
     aten.upsample_nearest1d,
     aten.upsample_nearest2d,
     aten.upsample_nearest3d,
+    aten._upsample_nearest_exact1d,  # nearest-exact: diffusers' WAN VAE upsamples with it
+    aten._upsample_nearest_exact2d,
+    aten._upsample_nearest_exact3d,
     aten.upsample_bilinear2d,
     aten.silu,
     aten.gelu,

@@ -406,6 +406,31 @@ def _nearest(imp, node, x, output_size, *scales):
     return _upsample(imp, node, x, "nearest", scales or None)
 
 
+NEAREST_EXACT = (aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d, aten._upsample_nearest_exact3d)
+
+
+@converts(*(p.vec for p in NEAREST_EXACT), *(p.default for p in NEAREST_EXACT))
+def _nearest_exact(imp, node, x, output_size, *scales):
+    """``mode="nearest-exact"`` reads source index ``floor((dst + 0.5) / s)``. Where
+    each output size is a whole multiple ``k`` of the input's (and a given scale is
+    ``k``), that is ``floor(dst / k)``: ``nearest``'s, which the upsample folds
+    build on. Any other scale stays ATen's.
+
+        aten._upsample_nearest_exact2d(%x, [32, 32], 2.0, 2.0)     (x: 1x8x16x16)
+        -> tsr.upsample %x {mode = "nearest", scales = array<f64: 2.0, 2.0>}"""
+    if node.target in (p.vec for p in NEAREST_EXACT):
+        scales = tuple(scales[0]) if scales and scales[0] is not None else ()
+    sizes_in = node.args[0].meta["val"].shape[2:]
+    sizes_out = node.meta["val"].shape[2:]
+    if not all(isinstance(i, int) and isinstance(o, int) and i > 0 and o % i == 0
+               for i, o in zip(sizes_in, sizes_out)):
+        raise NotConvertible("nearest-exact at a fractional scale")
+    ratios = [o // i for i, o in zip(sizes_in, sizes_out)]
+    if any(s is not None and float(s) != k for s, k in zip(scales, ratios)):
+        raise NotConvertible("nearest-exact with a scale other than its size ratio")
+    return _upsample(imp, node, x, "nearest", ratios)
+
+
 @converts(aten.upsample_bilinear2d.vec)
 def _bilinear_vec(imp, node, x, output_size, align_corners, scale_factors):
     return _upsample(imp, node, x, "bilinear", scale_factors, align_corners)

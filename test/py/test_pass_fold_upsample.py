@@ -136,3 +136,23 @@ def test_bf16_upsample_conv_matches_eager(capsys):
     assert "tsr.polyphase_interleave" in capsys.readouterr().out  # the rewritten graph ran
     assert got.dtype == torch.bfloat16
     torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("scale, folds", [(2.0, True), ((1.0, 2.0, 2.0), True), (1.5, False)])
+def test_nearest_exact_upsample(scale, folds, capsys):
+    """``mode="nearest-exact"`` (diffusers' WAN VAE) at a whole scale is ``nearest``:
+    its conv folds into a polyphase conv; at 1.5x it stays ATen's, equal to eager."""
+    torch.manual_seed(0)
+    conv = nn.Conv3d(4, 4, 3, padding=1) if isinstance(scale, tuple) else nn.Conv2d(4, 6, 3, padding=1)
+    shape = (1, 4, 3, 6, 6) if isinstance(scale, tuple) else (1, 4, 6, 5)
+
+    def f(x):
+        return conv(F.interpolate(torch.relu(x), scale_factor=scale, mode="nearest-exact"))
+
+    x = torch.randn(shape)
+    compiled = torch.compile(f, backend="tessera", options={"print_ir": True, "strict": True})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), f(x), rtol=1e-4, atol=1e-4)
+    printed = capsys.readouterr().out
+    assert ("tsr.polyphase" in printed) == folds
+    assert ("_upsample_nearest_exact" in printed) == (not folds)
