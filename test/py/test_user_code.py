@@ -288,3 +288,33 @@ def test_ops_with_effects_compile_and_raise_like_eager(caplog):
 
 def test_cat_of_empty_tensors_only():
     compiled_matches(lambda x, y: torch.cat([x, y], dim=1) + 1, torch.randn(2, 0), torch.randn(2, 0))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_denormals_follow_torch(threads):
+    """tessera's kernels keep denormal floats as eager does (IEEE: no flush), and flush
+    them where the user asked torch to (``torch.set_flush_denormal(True)``): the
+    kernels run under the caller's floating-point mode, on every thread."""
+
+    def f(x, y):
+        return (x * y + 1e-39) * 0.5
+
+    x = torch.rand(1, 8, 64, 64) * 1e-20  # x * y is below float32's smallest normal
+    y = torch.full((1, 8, 64, 64), 1e-19)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        compiled = torch.compile(f, backend="tessera", options=STRICT)
+        want = f(x, y)
+        assert ((want != 0) & (want.abs() < torch.finfo(torch.float32).tiny)).all()
+        assert torch.equal(compiled(x, y), want)
+        if not torch.set_flush_denormal(True):
+            pytest.skip("this CPU cannot flush denormals")
+        try:
+            want = f(x, y)
+            assert (want == 0).all()
+            assert torch.equal(compiled(x, y), want)
+        finally:
+            torch.set_flush_denormal(False)
+    finally:
+        torch.set_num_threads(before)
