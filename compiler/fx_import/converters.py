@@ -269,6 +269,43 @@ def _slice(imp, node, x, dim=0, start=None, end=None, step=1):
     return _slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
 
 
+@converts(aten.split.Tensor, aten.split_with_sizes.default)
+def _split(imp, node, x, sizes, dim=0):
+    """The pieces of ``split``/``chunk`` as slices (a list that ``getitem`` reads).
+
+        %a, %b, %c = aten.split(%qkv, 8, 1)       (qkv: 2x24x16)
+        // becomes
+        %a = tsr.slice %qkv {dim = 1, start = 0, end = 8, step = 1} ... (and 8..16, 16..24)"""
+    shape = node.args[0].meta["val"].shape
+    dim = dim % len(shape)
+    pieces = node.meta["val"]
+    lengths = [p.shape[dim] for p in pieces]
+    if not all(isinstance(n, int) for n in lengths):
+        raise NotConvertible("split of a symbolic size")
+    out, start = [], 0
+    for piece, n in zip(pieces, lengths):
+        out.append(_slice_op(imp, node, imp.operand(x), dim, start, start + n, 1, tensor_type(piece)))
+        start += n
+    return out
+
+
+@converts(aten.unbind.int)
+def _unbind(imp, node, x, dim=0):
+    """Each index of ``dim`` as a slice of size 1 reshaped without it (``select``'s form)."""
+    shape = list(node.args[0].meta["val"].shape)
+    dim = dim % len(shape)
+    if not isinstance(shape[dim], int):
+        raise NotConvertible("unbind of a symbolic size")
+    layout = tsr.LayoutAttr(layout_of(imp.operand(x).type))
+    out = []
+    for i, piece in enumerate(node.meta["val"]):
+        t = tensor_type(piece)
+        mid = TensorType(t.get_element_type(), shape[:dim] + [1] + shape[dim + 1:], layout)
+        s = _slice_op(imp, node, imp.operand(x), dim, i, i + 1, 1, mid)
+        out.append(emit1(imp, node, tsr.ReshapeOp.create(operands=[s], result_types=[t])))
+    return out
+
+
 @converts(aten.select.int)
 def _select(imp, node, x, dim, index):
     shape = list(node.args[0].meta["val"].shape)

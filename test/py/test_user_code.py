@@ -318,3 +318,18 @@ def test_denormals_follow_torch(threads):
             torch.set_flush_denormal(False)
     finally:
         torch.set_num_threads(before)
+
+
+def test_split_chunk_and_unbind_compile_as_slices():
+    """``qkv.chunk(3)``, ``split`` with sizes and ``unbind`` become slices that fuse
+    into the kernels of their users: no op of the graph runs through ATen."""
+
+    def f(qkv):
+        q, k, v = qkv.chunk(3, dim=1)
+        a, b = torch.split(q, [3, 5], dim=2)
+        rows = torch.unbind(k, dim=0)
+        return a.relu() * 2, b + 1, v.sigmoid(), rows[1] - rows[0]
+
+    with collect_reports() as reports:
+        compiled_matches(f, torch.randn(2, 24, 8, 5))
+    assert reports and all(r.compiled and not r.aten_ops for r in reports), [r.summary() for r in reports]
