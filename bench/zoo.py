@@ -1,9 +1,16 @@
 """The model zoo (``test/py/zoo_models.py``) through tessera: per model, what
 compiled and what still runs through ATen (and why), the largest difference
-from eager, and the time per call of eager, Inductor and tessera (with and
-without freezing), medians of interleaved rounds in one process.
+from eager, and the time per call of eager, Inductor, Inductor with freezing,
+OpenVINO and tessera (with and without freezing), medians of interleaved
+rounds in one process, with the ratio of the best peer's time to tessera's.
 
     .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time] [--size 224]
+
+OpenVINO runs the model as its ``torch.compile`` backend cannot on torch 2.13:
+``openvino.convert_model(model, example_input=...)``, then
+``Core().compile_model(..., "CPU")`` with f32 inference precision (no bf16 or AMX
+down-conversion) and the same thread count; its column says ``n/a`` where
+``openvino`` is not installed or cannot convert the model.
 
 ``--size`` sets the height and width of an image model's input (a classifier at 224²).
 
@@ -29,12 +36,50 @@ from zoo_models import MODELS, ZOO  # noqa: E402
 
 from tessera.compiler.report import collect_reports  # noqa: E402
 
+def _inductor_freezing(model):
+    compiled = torch.compile(model)
+
+    def run(*inputs):  # freezing is read when a graph compiles: on the first calls
+        with torch._inductor.config.patch(freezing=True):
+            return compiled(*inputs)
+
+    return run
+
+
+THREADS = 1
+
+
+def _openvino(model, inputs):
+    """The model converted and compiled by OpenVINO for this CPU (f32), or None."""
+    try:
+        import openvino as ov
+    except ImportError:
+        return None
+    try:
+        converted = ov.convert_model(model, example_input=inputs if len(inputs) > 1 else inputs[0])
+        compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                              "INFERENCE_NUM_THREADS": THREADS})
+    except Exception as e:  # noqa: BLE001 - a model OpenVINO cannot take gets no column
+        print(f"  OpenVINO cannot run it: {type(e).__name__}: {str(e).splitlines()[0][:120]}", file=sys.stderr)
+        return None
+    request = compiled.create_infer_request()
+
+    def run(*xs):
+        out = request.infer([x.numpy() for x in xs])
+        return torch.from_numpy(out[compiled.output(0)])
+
+    return run
+
+
 MODES = {
-    "eager": lambda m: m,
-    "Inductor": lambda m: torch.compile(m),
-    "tessera": lambda m: torch.compile(m, backend="tessera"),
-    "tessera freezing": lambda m: torch.compile(m, backend="tessera", options={"freezing": True}),
+    "eager": lambda m, xs: m,
+    "Inductor": lambda m, xs: torch.compile(m),
+    "Inductor freezing": lambda m, xs: _inductor_freezing(m),
+    "OpenVINO": _openvino,
+    "tessera": lambda m, xs: torch.compile(m, backend="tessera"),
+    "tessera freezing": lambda m, xs: torch.compile(m, backend="tessera", options={"freezing": True}),
 }
+PEERS = ("eager", "Inductor", "Inductor freezing", "OpenVINO")
 
 
 SIZE: int | None = None
@@ -68,15 +113,25 @@ def status(name: str) -> dict:
 
 
 def timings(name: str, reps: int) -> dict[str, float]:
-    """Median ms per call of each mode, rounds interleaved in a new random order each."""
+    """Median ms per call of each mode, rounds interleaved in a new random order each
+    (a mode that cannot run the model is left out); OpenVINO's result is checked against eager."""
     fns = {}
     for mode, wrap in MODES.items():
         torch._dynamo.reset()
         model, inputs = build(name)
-        fn = wrap(model)
         with torch.no_grad():
+            fn = wrap(model, inputs)
+            if fn is None:
+                continue
+            out = fn(*inputs)
             fn(*inputs)
-            fn(*inputs)
+            if mode == "OpenVINO":
+                want = model(*inputs)
+                want = want if isinstance(want, torch.Tensor) else want[0]
+                err = (out.float() - want.float()).abs().max().item() / max(1.0, want.abs().max().item())
+                if err > 1e-2:
+                    print(f"  OpenVINO's result differs from eager's ({err:.1e}): left out", file=sys.stderr)
+                    continue
         fns[mode] = (fn, inputs)
     times: dict[str, list[float]] = {m: [] for m in fns}
     order = list(fns)
@@ -103,11 +158,14 @@ def main() -> None:
     global SIZE
     SIZE = a.size
     torch.set_num_threads(a.threads)
+    global THREADS
+    THREADS = a.threads
     logging.getLogger("tessera").setLevel(logging.ERROR)
     print(f"torch {torch.__version__}, {a.threads} threads")
     head = "| model | graphs | fallbacks | through ATen | max rel. error |"
     if not a.no_time:
-        head += " eager ms | Inductor ms | tessera ms | tessera freezing ms | vs Inductor |"
+        head += (" eager ms | Inductor ms | Ind. freezing ms | OpenVINO ms | tessera ms | tessera freezing ms |"
+                 " best peer / tessera freezing |")
     table = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name in a.models.split(","):
         s = status(name)
@@ -115,8 +173,9 @@ def main() -> None:
                 f"{', '.join(s['aten']) or 'nothing'} | {s['error']:.1e} |")
         if not a.no_time:
             t = timings(name, a.reps)
-            line += (f" {t['eager']:.2f} | {t['Inductor']:.2f} | {t['tessera']:.2f} | {t['tessera freezing']:.2f} |"
-                     f" {t['Inductor'] / t['tessera']:.2f}x |")
+            best = min(PEERS, key=lambda m, t=t: t.get(m, float("inf")))
+            line += (" " + " | ".join(f"{t[m]:.2f}" if m in t else "n/a" for m in MODES) +
+                     f" | {t[best] / t['tessera freezing']:.2f}x ({best}) |")
         table.append(line)
         print(line, flush=True)
     print("\n".join(table))
