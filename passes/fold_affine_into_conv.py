@@ -19,6 +19,13 @@ computed from function arguments and constants by elementwise and shape ops
 (no activation reaches it), and the dtype must be f32: a bf16/f16 weight
 rounded after scaling would drift further from eager than tolerances allow.
 Exact up to rounding (eager multiplies after summing, the folded conv before).
+
+With ``per_call=true`` (the default mode's pipeline: the folded weight is computed
+and packed again on every call) only a conv whose weight has at most as many
+elements as its output folds: there one pass over the weight buys the pass over
+the output the affine's kernel made, and the conv's activation becomes its
+epilogue (EfficientNet's and MobileNet's convs); a weight-heavy conv (a deep
+ResNet layer) keeps its BatchNorm as a kernel after it.
 """
 
 from __future__ import annotations
@@ -48,6 +55,9 @@ def _per_channel(v: SSAValue, out_shape: tuple[int, ...]) -> bool:
 
 
 class FoldAffineIntoConvPattern(RewritePattern):
+    def __init__(self, per_call: bool = False):
+        self.per_call = per_call
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, _FOLDABLE):
@@ -58,7 +68,8 @@ class FoldAffineIntoConvPattern(RewritePattern):
                 or not isinstance(other.type, TensorType) or not conv.result.has_one_use()
                 or (isinstance(op, tsr.SubOp) and conv.result is not lhs) or other is conv.result
                 or op.results[0].type != conv.result.type or elem_of(conv.result.type) != f32
-                or not _per_channel(other, shape_of(conv.result.type)) or not reads_only_arguments(other)):
+                or not _per_channel(other, shape_of(conv.result.type)) or not reads_only_arguments(other)
+                or self.per_call and numel(shape_of(conv.weight.type)) > numel(shape_of(conv.result.type))):
             return
         cout = shape_of(conv.weight.type)[0]
         new: list[Operation] = []
@@ -100,5 +111,8 @@ class FoldAffineIntoConvPattern(RewritePattern):
 class FoldAffineIntoConv(ModulePass):
     name = "fold-affine-into-conv"
 
+    per_call: bool = False
+    """Fold only where the weight is no larger than the output (weights prepared on every call)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FoldAffineIntoConvPattern()).rewrite_module(op)
+        PatternRewriteWalker(FoldAffineIntoConvPattern(self.per_call)).rewrite_module(op)

@@ -91,9 +91,10 @@ class Target:
 
     # -- pipelines ------------------------------------------------------------------
     def graph_pipeline(self, freezing: bool = False) -> tuple[str, ...]:
-        """Typed constants; with ``freezing``, per-channel affines (an eval BatchNorm)
-        folded into the conv before them (a folded weight is a new weight: without
-        freezing it would be computed and packed again on every call, 2.4x the time of
+        """Typed constants; per-channel affines (an eval BatchNorm) folded into the conv
+        before them: with ``freezing`` every one, without it only where the conv's
+        weight is no larger than its output (a folded weight is a new weight, computed
+        and packed again on every call: folding every one took 2.4x the time of
         ResNet-18 at 64x64 on 1 thread; unfolded, the BatchNorm is a per-channel scale
         and shift fused into the kernel after the conv); convolutions of upsampled tensors computed before the
         upsample (polyphase); each conv's layout from the target's cost model; the
@@ -102,7 +103,7 @@ class Target:
         or read the data; then dead code goes."""
         return (
             f"cast-constants{{policy={self.half_compute}}}",
-            *(("fold-affine-into-conv",) if freezing else ()),
+            "fold-affine-into-conv" if freezing else "fold-affine-into-conv{per_call=true}",
             "fold-upsample-into-conv",
             f"assign-layouts{{target={self.name}}}",
             "hoist-relayouts",
