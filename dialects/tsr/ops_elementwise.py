@@ -80,12 +80,12 @@ _INT_OK_UNARY = {"tsr.neg", "tsr.relu", "tsr.abs"}
 
 
 def _unary(op_name: str, doc: str) -> type[UnaryOp]:
-    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (UnaryOp,), {"name": op_name, "__doc__": doc})
+    cls = type(op_name.split(".")[1].title().replace("_", "") + "Op", (UnaryOp,), {"name": op_name, "__doc__": doc, "__module__": __name__})
     return irdl_op_definition(cls)
 
 
 def _binary(op_name: str, doc: str) -> type[BinaryOp]:
-    cls = type(op_name.split(".")[1].title() + "Op", (BinaryOp,), {"name": op_name, "__doc__": doc})
+    cls = type(op_name.split(".")[1].title() + "Op", (BinaryOp,), {"name": op_name, "__doc__": doc, "__module__": __name__})
     return irdl_op_definition(cls)
 
 
