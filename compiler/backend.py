@@ -37,7 +37,6 @@ from .capture import aot_backend
 from .codegen.errors import UnknownTarget
 from .context import make_context
 from .fx_import import import_graph
-from .graph_cache import CompiledGraph
 from .host_program import HostProgram, build_host_program
 from .interpreter import Interpreter, find_function
 from .ir_io import parse_module, print_module, verify_module
@@ -272,8 +271,7 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
             host.report.kind = report.kind
             vars(report).update(vars(host.report))
             if cache is not None and key is not None:
-                graph_cache.store(cache, key, CompiledGraph(print_module(host_ir), artifact,
-                                                            tuple(result.output_is_none)))
+                graph_cache.store(cache, key, host_ir, artifact, result.output_is_none)
     return GraphProgram(result.module, result.output_is_none, run, _rerun_of(gm), options.strict, report.kind)
 
 

@@ -3,8 +3,7 @@ process (or, through the cache's remote tier, another machine) compiling the
 same model skips import, passes, lowering and code generation.
 
     key = graph_key(gm, options)            # None: the graph reads what cannot be hashed
-    entry = CompiledGraph(host_text, artifact, output_is_none)
-    store(cache, key, entry)
+    store(cache, key, host, artifact, output_is_none)   # host: the kernel-stage host graph
     lookup(cache, key)                      # -> CompiledGraph | None
 
 An entry holds the ``kernel`` stage's host graph as text and the artifact of
@@ -31,20 +30,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.fx
+from xdsl.dialects.builtin import ModuleOp
 
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.cache import CompileCache
 
 from . import targets
 from .codegen.fingerprint import tessera_fingerprint, tessera_version
+from .ir_io import print_module
 from .stage_io import CompileOptions
 
 _MAGIC = b"TSRG1\n"
+
+log = logging.getLogger("tessera.cache")
 
 
 class Unhashable(Exception):
@@ -66,7 +71,7 @@ def graph_key(gm: torch.fx.GraphModule, options: CompileOptions) -> str | None:
         part(text)
     try:
         _hash_graph(gm, part)
-    except Unhashable:
+    except Exception:  # noqa: BLE001 - Unhashable, or a value that cannot be read (a meta tensor): not cached
         return None
     return h.hexdigest()
 
@@ -161,6 +166,13 @@ def lookup(cache: CompileCache, key: str) -> CompiledGraph | None:
         return None
 
 
-def store(cache: CompileCache, key: str, entry: CompiledGraph) -> None:
-    """Stores ``entry`` (a cache that cannot be written costs a warning, once)."""
-    cache.put_bytes(key, entry.to_bytes())
+def store(cache: CompileCache, key: str, host: ModuleOp, artifact: Artifact | None,
+          output_is_none: Sequence[bool]) -> None:
+    """Stores the compiled graph (its host graph printed); a cache that cannot be
+    written costs a warning (once), and nothing that goes wrong here reaches the
+    program that compiled the graph."""
+    try:
+        entry = CompiledGraph(print_module(host), artifact, tuple(output_is_none))
+        cache.put_bytes(key, entry.to_bytes())
+    except Exception as e:  # noqa: BLE001 - the compiled program runs uncached
+        log.warning("tessera: compiled graph %s... not cached (%s: %s)", key[:16], type(e).__name__, e)

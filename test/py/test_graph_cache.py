@@ -152,9 +152,8 @@ def test_a_bad_entry_is_compiled_again(cache_dir, how, caplog):
         entry.write_bytes(foreign.read_bytes())
     elif how == "unloadable":  # a whole entry whose host graph does not parse
         good = graph_cache.lookup(CompileCache(cache_dir), entry.stem)
-        graph_cache.store(CompileCache(cache_dir), entry.stem,
-                          CompiledGraph(good.host.replace("tsr.launch", "tsr.no_such_op"), good.artifact,
-                                        good.output_is_none))
+        bad = CompiledGraph(good.host.replace("tsr.launch", "tsr.no_such_op"), good.artifact, good.output_is_none)
+        CompileCache(cache_dir).put_bytes(entry.stem, bad.to_bytes())
     else:
         _damage(entry, how)
     y2, reports = _run(model, args)
@@ -232,3 +231,17 @@ def test_a_read_only_cache_still_runs(tmp_path):
             d.chmod(0o755)
     assert [p.returncode for p in runs] == [0, 0], [p.stderr[-3000:] for p in runs]
     assert "cannot be written" in runs[0].stderr and "cannot be written" not in runs[1].stderr
+
+
+def test_a_graph_that_cannot_be_hashed_has_no_key():
+    """A constant whose bytes cannot be read (a meta tensor) or an object that is no
+    tensor or graph: the graph is compiled each time, never keyed by part of itself."""
+    for value in (torch.empty(4, device="meta"), object()):
+        graph = torch.fx.Graph()
+        x = graph.placeholder("x")
+        graph.output(graph.call_function(torch.ops.aten.add.Tensor, (x, graph.get_attr("c"))))
+        root = torch.nn.Module()
+        root.c = value
+        gm = torch.fx.GraphModule(root, graph)
+        x.meta["val"] = torch.empty(4)
+        assert graph_key(gm, CompileOptions("x86")) is None
