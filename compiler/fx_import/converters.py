@@ -289,33 +289,31 @@ def _split(imp, node, x, sizes, dim=0):
     return out
 
 
-@converts(aten.unbind.int)
-def _unbind(imp, node, x, dim=0):
-    """Each index of ``dim`` as a slice of size 1 reshaped without it (``select``'s form)."""
+def _select_op(imp, node, x, dim: int, index: int, t: TensorType) -> SSAValue:
+    """Index ``index`` of dim ``dim`` of ``x`` (of ``node``'s operand shape) as a
+    slice of size 1 reshaped without it, to type ``t``."""
     shape = list(node.args[0].meta["val"].shape)
-    dim = dim % len(shape)
-    if not isinstance(shape[dim], int):
-        raise NotConvertible("unbind of a symbolic size")
-    layout = tsr.LayoutAttr(layout_of(imp.operand(x).type))
-    out = []
-    for i, piece in enumerate(node.meta["val"]):
-        t = tensor_type(piece)
-        mid = TensorType(t.get_element_type(), shape[:dim] + [1] + shape[dim + 1:], layout)
-        s = _slice_op(imp, node, imp.operand(x), dim, i, i + 1, 1, mid)
-        out.append(emit1(imp, node, tsr.ReshapeOp.create(operands=[s], result_types=[t])))
-    return out
-
-
-@converts(aten.select.int)
-def _select(imp, node, x, dim, index):
-    shape = list(node.args[0].meta["val"].shape)
-    dim = dim % len(shape)
-    index = index % shape[dim]
-    t = rtype(node)
     kept = shape[:dim] + [1] + shape[dim + 1 :]
     mid = TensorType(t.get_element_type(), kept, tsr.LayoutAttr(layout_of(imp.operand(x).type)))
     s = _slice_op(imp, node, imp.operand(x), dim, index, index + 1, 1, mid)
     return emit1(imp, node, tsr.ReshapeOp.create(operands=[s], result_types=[t]))
+
+
+@converts(aten.unbind.int)
+def _unbind(imp, node, x, dim=0):
+    """Each index of ``dim`` as ``select`` makes it."""
+    shape = node.args[0].meta["val"].shape
+    dim = dim % len(shape)
+    if not isinstance(shape[dim], int):
+        raise NotConvertible("unbind of a symbolic size")
+    return [_select_op(imp, node, x, dim, i, tensor_type(piece)) for i, piece in enumerate(node.meta["val"])]
+
+
+@converts(aten.select.int)
+def _select(imp, node, x, dim, index):
+    shape = node.args[0].meta["val"].shape
+    dim = dim % len(shape)
+    return _select_op(imp, node, x, dim, index % shape[dim], rtype(node))
 
 
 @converts(aten.cat.default)
