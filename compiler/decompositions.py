@@ -2,7 +2,10 @@
 fast-random prims), minus the ops that ``tsr`` keeps whole because a whole op
 is what a kernel wants (nearest and bilinear upsampling decompose into index
 gathers; SiLU and GELU into several elementwise ops that fusion would have to
-rediscover), and those whose decompositions need Inductor itself (``INDUCTOR_ONLY``).
+rediscover), inference BatchNorm (the importer emits the ops of its
+decomposition itself: tracing that decomposition cost AOTAutograd ~10 ms a
+layer, 0.6 s of ResNet-50's first call), and those whose decompositions need
+Inductor itself (``INDUCTOR_ONLY``).
 
 Upsampling also has Python kernels at the ``CompositeImplicitAutograd`` and
 ``Autograd`` keys that decompose it while AOTAutograd traces, whatever the
@@ -36,6 +39,7 @@ KEPT_WHOLE = (
     aten.upsample_bilinear2d,
     aten.silu,
     aten.gelu,
+    aten._native_batch_norm_legit_no_training,  # the importer expands it: its traced decomposition costs ~10 ms a layer
 )
 _TRACE_KEYS = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
 

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 
 from tessera.dialects import tsr
+from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.shapes import i64_array
 
@@ -511,3 +512,56 @@ def _max_pool(imp, node, x, *args, **kwargs):
         raise NotConvertible("the indices are read")
     pool = aten.max_pool2d.default if node.target is aten.max_pool2d_with_indices.default else aten.max_pool3d.default
     return [imp.aten_call(node, pool, (x, *args), dict(kwargs), node.meta["val"][0]), None]
+
+
+# -- normalization -------------------------------------------------------------------
+@converts(aten._native_batch_norm_legit_no_training.default)
+def _batch_norm(imp, node, x, weight, bias, mean, var, momentum, eps):
+    """Inference BatchNorm as the ops of its ATen decomposition
+    (``native_batch_norm_helper``), emitted here: the trace keeps the op whole
+    (``decompositions.KEPT_WHOLE``), as tracing that decomposition costs
+    AOTAutograd ~10 ms a layer on every process's first call. Statistics in the
+    computation dtype (f32 for f16/bf16), per channel ``[C, 1, ..]``:
+
+        %y, %m, %r = aten._native_batch_norm_legit_no_training(%x, %w, %b, %mean, %var, 0.1, 1e-05)
+        // becomes
+        %inv = tsr.reciprocal(tsr.sqrt(tsr.add %var, 1e-05))
+        %y = tsr.add(tsr.mul(tsr.mul(tsr.sub %x, %mean[C,1,1]), %inv[C,1,1]), %w[C,1,1]), %b[C,1,1]
+
+    Saved statistics that something reads keep the call whole."""
+    if any(u.target is not getitem or u.args[1] != 0 for u in node.users):
+        raise NotConvertible("the saved statistics are read")
+    xv = node.args[0].meta["val"]
+    out_t = tensor_type(node.meta["val"][0])
+    compute = torch.float32 if xv.dtype in (torch.float16, torch.bfloat16) else xv.dtype
+    channel = [xv.shape[1]] + [1] * (xv.dim() - 2)
+
+    def typed(dtype, shape, layout) -> TensorType:
+        return TensorType(dtypes.to_mlir(dtype), shape, tsr.LayoutAttr(layout))
+
+    def op(cls, operands, dtype, shape, layout) -> SSAValue:
+        return emit1(imp, node, cls.create(operands=operands, result_types=[typed(dtype, shape, layout)]))
+
+    def per_channel(v, dtype) -> SSAValue:
+        """``v`` (``[C]``) in ``dtype``, shaped ``[C, 1, ..]`` to broadcast over ``x``."""
+        value, vdtype = imp.operand(v), v.meta["val"].dtype
+        if vdtype != dtype:
+            value = op(tsr.ConvertOp, [value], dtype, [channel[0]], [0])
+        return op(tsr.ReshapeOp, [value], dtype, channel, list(range(len(channel))))
+
+    flat = [channel[0]]
+    v = imp.operand(var) if var.meta["val"].dtype == compute else op(tsr.ConvertOp, [imp.operand(var)], compute, flat, [0])
+    inv = op(tsr.ReciprocalOp, [op(tsr.SqrtOp, [op(tsr.AddOp, [v, imp.scalar(float(eps))], compute, flat, [0])],
+                                   compute, flat, [0])], compute, flat, [0])
+    inv = op(tsr.ReshapeOp, [inv], compute, channel, list(range(len(channel))))
+    shape, layout = list(xv.shape), layout_of(out_t)
+    y = op(tsr.SubOp, [imp.operand(x), per_channel(mean, compute)], compute, shape, layout)
+    y = op(tsr.MulOp, [y, inv], compute, shape, layout)
+    dtype = compute
+    for v, cls in ((weight, tsr.MulOp), (bias, tsr.AddOp)):
+        if v is not None:
+            dtype = torch.promote_types(dtype, v.meta["val"].dtype)
+            y = op(cls, [y, per_channel(v, v.meta["val"].dtype)], dtype, shape, layout)
+    if dtype != xv.dtype:
+        y = op(tsr.ConvertOp, [y], xv.dtype, shape, layout)
+    return [y, None, None]

@@ -151,3 +151,44 @@ def test_int8_imports_as_int_mm(variant, lhs):
     expected = outputs_list(gm(*inputs))[0]
     (got,) = interpret(result.module, *inputs)
     assert_close(got, expected, "int8 forward")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_inference_batch_norm_is_traced_whole_and_expanded(dtype, affine, channels_last):
+    """Inference BatchNorm stays one node through the trace and imports as the
+    ops of its ATen decomposition (statistics in f32 for half types): no ATen
+    call is left, and the IR computes what ATen's BatchNorm does."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8, affine=affine)).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    model = model.to(dtype)
+    x = torch.randn(2, 3, 9, 9, dtype=dtype)
+    if channels_last:
+        model, x = model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    (gm,) = capture(model, (x,)).forward
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten._native_batch_norm_legit_no_training.default in targets, targets
+    result = _import_checked(gm)
+    assert not [op for op in result.module.walk() if isinstance(op, AtenCallOp)]
+    _check_against_graph(gm, result, seed=5, what=f"batch norm {dtype}")  # the graph runs ATen's BatchNorm
+
+
+def test_batch_norm_whose_saved_statistics_are_read_stays_an_aten_call():
+    """A graph that reads BatchNorm's saved statistics keeps the call whole (the
+    expansion gives the output only)."""
+    def f(x, w, b, m, v):
+        y, mean, rstd = torch.ops.aten._native_batch_norm_legit_no_training(x, w, b, m, v, 0.1, 1e-5)
+        return y, mean, rstd
+
+    args = (torch.randn(2, 4, 5, 5), torch.rand(4), torch.rand(4), torch.rand(4), torch.rand(4) + 0.5)
+    gm = torch.fx.experimental.proxy_tensor.make_fx(f, tracing_mode="fake")(*args)
+    result = _import_checked(gm)
+    calls = [op.callee.data for op in result.module.walk() if isinstance(op, AtenCallOp)]
+    assert calls == ["aten._native_batch_norm_legit_no_training.default"], calls
+    got = interpret(result.module, *args)
+    for g, e in zip(got, f(*args)):
+        assert_close(g, e, "batch norm with its statistics")
