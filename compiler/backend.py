@@ -19,31 +19,32 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.fx
 from functorch.compile import make_boxed_func
 from torch._dynamo.exc import RestartAnalysis
 from torch._subclasses.fake_tensor import unset_fake_temporarily
-from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from tessera.compiler.placements import in_layout, placement_of
-from tessera.runtime.artifact import Artifact
+from tessera.runtime import layouts
 from tessera.runtime.cache import CompileCache
+from tessera.runtime.layouts import Placement
 
 from . import graph_cache, targets
 from .capture import aot_backend
 from .codegen.errors import UnknownTarget
-from .context import make_context
-from .fx_import import import_graph
-from .host_program import HostProgram, build_host_program
-from .interpreter import Interpreter, find_function
-from .ir_io import parse_module, print_module, verify_module
-from .pass_pipeline import build_pipeline, pass_name, without
+from .host_steps import HostProgram
+from .pass_pipeline import pass_name, without
 from .report import ATEN, INTERPRETER, FallbackError, GraphReport, publish
 from .size_specialization import SizeSpecializedGraph, is_symbolic
 from .stage_io import CompileOptions
+
+if TYPE_CHECKING:  # the IR is loaded only to compile: a program from the graph cache runs without it
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tessera.runtime.artifact import Artifact
+    from tessera.runtime.module import Module
 
 log = logging.getLogger("tessera")
 
@@ -134,17 +135,25 @@ class GraphProgram:
     ATen from then on, with a warning. Under ``strict`` every error reaches
     the caller."""
 
-    def __init__(self, module: ModuleOp, output_is_none: list[bool], run: Callable[..., list[torch.Tensor]] | None = None,
+    def __init__(self, module: ModuleOp | None, output_is_none: list[bool], run: HostProgram | None = None,
                  fallback: Callable[..., Any] | None = None, strict: bool = False, kind: str = "forward"):
-        self.module = module
+        self.module = module  # None for a program from the graph cache
         self.output_is_none = output_is_none
         self.compiled = run is not None
-        self._run: Callable[..., list[torch.Tensor]] | None = run or Interpreter(module).run
         self._fallback = fallback
         self._strict = strict
         self._kind = kind
-        self._inputs = [(a.type, placement_of(a.type) if isinstance(a.type, TensorType) else None)
-                        for a in find_function(module).body.block.args]
+        self._run: Callable[..., list[torch.Tensor]] | None
+        self._inputs: Sequence[Placement | None]
+        if run is not None:
+            self._run, self._inputs = run, run.inputs
+        elif module is None:
+            raise ValueError("a graph without a compiled program needs its module (the interpreter runs it)")
+        else:
+            from .host_program import input_placements
+            from .interpreter import Interpreter
+
+            self._run, self._inputs = Interpreter(module).run, input_placements(module)
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
         run = self._run
@@ -165,8 +174,8 @@ class GraphProgram:
         if run is None:
             raise FallbackError("the graph runs as ATen and has no captured graph to run")
         # Dynamo guards on strides, so inputs arrive as traced and nothing is copied.
-        xs = [in_layout(x, t) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
-              for x, (t, p) in zip(inputs, self._inputs)]
+        xs = [layouts.in_layout(x, p) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
+              for x, p in zip(inputs, self._inputs)]
         values = iter(run(*xs))
         return [None if none else next(values) for none in self.output_is_none]
 
@@ -181,7 +190,8 @@ def compile_kernels_of(module: ModuleOp, options: CompileOptions,
                        device: torch.device = torch.device("cpu")) -> HostProgram:
     """Fuse, lower, compile and load the kernels of a graph-optimized module:
     its host program (on ``device``: a CUDA device runs ptx kernels built for its sm)."""
-    return host_program_of(*build_kernels(module, options), options, device)
+    host, artifact = build_kernels(module, options)
+    return host_program_of(host, load_kernels(artifact, device), options, device)
 
 
 def build_kernels(module: ModuleOp, options: CompileOptions) -> tuple[ModuleOp, Artifact | None]:
@@ -196,12 +206,18 @@ def build_kernels(module: ModuleOp, options: CompileOptions) -> tuple[ModuleOp, 
     return program_ir.host, artifact
 
 
-def host_program_of(host: ModuleOp, artifact: Artifact | None, options: CompileOptions,
-                    device: torch.device) -> HostProgram:
-    """The program of a host graph whose fused kernels ``artifact`` holds, loaded on ``device``."""
+def load_kernels(artifact: Artifact | None, device: torch.device) -> Module | None:
+    """The fused kernels of ``artifact`` loaded on ``device`` (None: there are none)."""
     from tessera.runtime import Device
 
-    kernels = Device(device).load(artifact) if artifact is not None else None
+    return Device(device).load(artifact) if artifact is not None else None
+
+
+def host_program_of(host: ModuleOp, kernels: Module | None, options: CompileOptions,
+                    device: torch.device) -> HostProgram:
+    """The program of a host graph launching ``kernels`` (its fused kernels, loaded on ``device``)."""
+    from .host_program import build_host_program
+
     return build_host_program(host, kernels, device=device, freezing=options.freezing,
                               target=targets.get(options.target))
 
@@ -245,6 +261,11 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
         cached = _cached_program(cache, key, gm, options, compile_options, report, device)
         if cached is not None:
             return cached
+    from .context import make_context
+    from .fx_import import import_graph
+    from .ir_io import print_module, verify_module
+    from .pass_pipeline import build_pipeline
+
     try:
         result = import_graph(gm)
         verify_module(result.module)
@@ -263,7 +284,8 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     else:
         try:
             host_ir, artifact = build_kernels(result.module, compile_options)
-            host = host_program_of(host_ir, artifact, compile_options, device)
+            kernels = load_kernels(artifact, device)
+            host = host_program_of(host_ir, kernels, compile_options, device)
         except Exception as e:  # noqa: BLE001 - the interpreter still gives the right answer
             report.status, report.reason = INTERPRETER, _reason(e)
         else:
@@ -271,7 +293,7 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
             host.report.kind = report.kind
             vars(report).update(vars(host.report))
             if cache is not None and key is not None:
-                graph_cache.store(cache, key, host_ir, artifact, result.output_is_none)
+                graph_cache.store(cache, key, host_ir, artifact, result.output_is_none, host, kernels)
     return GraphProgram(result.module, result.output_is_none, run, _rerun_of(gm), options.strict, report.kind)
 
 
@@ -284,8 +306,8 @@ def _cached_program(cache: CompileCache, key: str, gm: torch.fx.GraphModule, opt
     if entry is None:
         return None
     try:
-        host_ir = parse_module(entry.host, "<graph cache>")
-        host = host_program_of(host_ir, entry.artifact, compile_options, device)
+        host = graph_cache.program_of(entry, load_kernels(entry.artifact, device),
+                                      lambda ir, kernels: host_program_of(ir, kernels, compile_options, device))
     except Exception as e:  # noqa: BLE001 - a stale or foreign entry: compile the graph instead
         log.warning("tessera: graph cache entry %s... could not be loaded (%s); compiling the graph",
                     key[:16], _reason(e))
@@ -293,7 +315,7 @@ def _cached_program(cache: CompileCache, key: str, gm: torch.fx.GraphModule, opt
     host.report.kind = report.kind
     vars(report).update(vars(host.report))
     report.cached = "remote" if cache.remote_hits > remote_hits else "local"
-    return GraphProgram(host_ir, list(entry.output_is_none), host, _rerun_of(gm), options.strict, report.kind)
+    return GraphProgram(None, list(entry.output_is_none), host, _rerun_of(gm), options.strict, report.kind)
 
 
 COLLECTIVE_NAMESPACES = ("_c10d_functional", "c10d", "_dtensor")

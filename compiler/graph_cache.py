@@ -6,16 +6,19 @@ same model skips import, passes, lowering and code generation.
     store(cache, key, host, artifact, output_is_none)   # host: the kernel-stage host graph
     lookup(cache, key)                      # -> CompiledGraph | None
 
-An entry holds the ``kernel`` stage's host graph as text and the artifact of
-its fused kernels:
+An entry holds the graph's host program (``host_plan.py``: its steps, pickled)
+and the artifact of its fused kernels:
 
-    %p = tsr.launch @fused_0(%x, %s) : (...) -> tensor<1x8x6x18x18xf32, #tsr.layout<ndhwc>>
-    %y = tsr.conv %p, %w, %b {..., tsr.impl = "tessera"} : (...) -> ...
+    Alloc(p, ndhwc); Launch(@fused_0, (x, s, p)); Call(OneDnnConv(...), (p, w, b), (y,)) ...
     + the ELF object (PTX, MSL) of @fused_0, ...
 
-Loading one parses the host graph, loads the artifact and builds the host
-program, as after a compile (the conv and int8 kernels a host call launches are
-built from their spec through cache entries of their own).
+Loading one loads the artifact and the program, with no IR: a process with a
+warm cache never imports xDSL (the conv and int8 kernels a step launches load
+from their spec, through cache entries of their own). A program whose steps do
+not pickle is stored as its ``kernel``-stage host graph, as text, and built
+again from it on loading, as after a compile:
+
+    %p = tsr.launch @fused_0(%x, %s) : (...) -> tensor<1x8x6x18x18xf32, #tsr.layout<ndhwc>>
 
 The key is a sha256 of: the graph's code (and any nested graph's), every tensor
 it reads by ``get_attr`` (dtype, shape, strides, bytes), each input's metadata
@@ -32,22 +35,27 @@ import hashlib
 import json
 import logging
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
-from xdsl.dialects.builtin import ModuleOp
 
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.cache import CompileCache
+from tessera.runtime.module import Module
 
 from . import targets
 from .codegen.fingerprint import tessera_fingerprint, tessera_version
-from .ir_io import print_module
+from .host_plan import dump_program, load_program
+from .host_steps import HostProgram
 from .stage_io import CompileOptions
 
-_MAGIC = b"TSRG1\n"
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+_MAGIC = b"TSRG2\n"
 
 log = logging.getLogger("tessera.cache")
 
@@ -120,20 +128,22 @@ def _tensor_bytes(t: torch.Tensor) -> bytes:
 
 @dataclass(frozen=True)
 class CompiledGraph:
-    """A graph's compiled program as stored: its host graph (``kernel`` stage, text),
-    the artifact of its fused kernels (None: it launches none) and which of its
-    outputs are None (the importer drops them)."""
+    """A graph's compiled program as stored: its host program (pickled,
+    ``host_plan``) or, where that does not pickle, its host graph (``kernel``
+    stage, text); the artifact of its fused kernels (None: it launches none); and
+    which of its outputs are None (the importer drops them)."""
 
-    host: str
+    program: bytes | None
+    host: str | None
     artifact: Artifact | None
     output_is_none: tuple[bool, ...]
 
     def to_bytes(self) -> bytes:
-        host = self.host.encode()
-        artifact = self.artifact.to_bytes() if self.artifact is not None else b""
-        header = json.dumps({"output_is_none": list(self.output_is_none), "host": len(host),
-                             "artifact": len(artifact) if self.artifact is not None else None}).encode()
-        return _MAGIC + struct.pack("<Q", len(header)) + header + host + artifact
+        parts = {"program": self.program, "host": self.host.encode() if self.host is not None else None,
+                 "artifact": self.artifact.to_bytes() if self.artifact is not None else None}
+        header = json.dumps({"output_is_none": list(self.output_is_none),
+                             **{k: len(v) if v is not None else None for k, v in parts.items()}}).encode()
+        return _MAGIC + struct.pack("<Q", len(header)) + header + b"".join(v for v in parts.values() if v is not None)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> CompiledGraph:
@@ -141,16 +151,20 @@ class CompiledGraph:
         if not blob.startswith(_MAGIC) or len(blob) < len(_MAGIC) + 8:
             raise ValueError("not a compiled graph")
         (n,) = struct.unpack_from("<Q", blob, len(_MAGIC))
-        start = len(_MAGIC) + 8
+        pos = len(_MAGIC) + 8
         try:
-            h = json.loads(blob[start:start + n])
-            host_end = start + n + int(h["host"])
-            host = blob[start + n:host_end].decode()
-            size = h["artifact"]
-            if size is not None and host_end + int(size) != len(blob) or size is None and host_end != len(blob):
-                raise ValueError("compiled graph of the wrong length")
-            artifact = Artifact.from_bytes(blob[host_end:]) if size is not None else None
-            return cls(host, artifact, tuple(bool(b) for b in h["output_is_none"]))
+            h = json.loads(blob[pos:pos + n])
+            pos += n
+            parts: dict[str, bytes | None] = {}
+            for name in ("program", "host", "artifact"):
+                size = h[name]
+                parts[name] = None if size is None else blob[pos:pos + int(size)]
+                pos += 0 if size is None else int(size)
+            if pos != len(blob) or parts["program"] is None and parts["host"] is None:
+                raise ValueError("compiled graph of the wrong length, or with no program")
+            artifact = Artifact.from_bytes(parts["artifact"]) if parts["artifact"] is not None else None
+            host = parts["host"].decode() if parts["host"] is not None else None
+            return cls(parts["program"], host, artifact, tuple(bool(b) for b in h["output_is_none"]))
         except (KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(f"malformed compiled graph: {err}") from None
 
@@ -166,13 +180,31 @@ def lookup(cache: CompileCache, key: str) -> CompiledGraph | None:
         return None
 
 
-def store(cache: CompileCache, key: str, host: ModuleOp, artifact: Artifact | None,
-          output_is_none: Sequence[bool]) -> None:
-    """Stores the compiled graph (its host graph printed); a cache that cannot be
-    written costs a warning (once), and nothing that goes wrong here reaches the
-    program that compiled the graph."""
+def program_of(entry: CompiledGraph, kernels: Module | None,
+               build: Callable[[ModuleOp, Module | None], HostProgram]) -> HostProgram:
+    """The host program of ``entry``, launching ``kernels`` (its artifact, loaded):
+    unpickled, or built by ``build`` from its host graph where only that was stored."""
+    if entry.program is not None:
+        return load_program(entry.program, kernels)
+    from .ir_io import parse_module
+
+    return build(parse_module(entry.host or "", "<graph cache>"), kernels)
+
+
+def store(cache: CompileCache, key: str, host_ir: ModuleOp, artifact: Artifact | None,
+          output_is_none: Sequence[bool], program: HostProgram, kernels: Module | None) -> None:
+    """Stores the compiled graph: its program pickled, or its host graph printed
+    where the program does not pickle. A cache that cannot be written costs a
+    warning (once), and nothing that goes wrong here reaches the program that
+    compiled the graph."""
     try:
-        entry = CompiledGraph(print_module(host), artifact, tuple(output_is_none))
+        try:
+            entry = CompiledGraph(dump_program(program, kernels), None, artifact, tuple(output_is_none))
+        except Exception as e:  # noqa: BLE001 - a step that does not pickle: stored as IR
+            from .ir_io import print_module
+
+            log.debug("tessera: program of %s... stored as IR (%s: %s)", key[:16], type(e).__name__, e)
+            entry = CompiledGraph(None, print_module(host_ir), artifact, tuple(output_is_none))
         cache.put_bytes(key, entry.to_bytes())
     except Exception as e:  # noqa: BLE001 - the compiled program runs uncached
         log.warning("tessera: compiled graph %s... not cached (%s: %s)", key[:16], type(e).__name__, e)

@@ -20,50 +20,60 @@ whole and correct, and :attr:`HostProgram.report` says what ran that way
 (and counts the kernels and library calls).
 A library result whose strides differ from its type is stored in the declared
 layout, and counted in :attr:`HostProgram.layout_fixups` (the layout passes
-should leave none).
+should leave none). Every step holds what it read of its op, not the op
+(``host_steps``): the program pickles whole, and the graph cache stores it
+(``host_plan``).
 """
 
 from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from tessera.compiler.placements import in_layout, placement_of
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
+from tessera.dialects.tsr.shapes import ints, shape_of
+from tessera.runtime.layouts import Placement
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program, Step
 
+from . import aten_args
 from .errors import TesseraError
+from .host_steps import (
+    AtenCall,
+    Concat,
+    Constant,
+    HostProgram,
+    IrOp,
+    Operand,
+    PlacedCall,
+    PolyphaseWeight,
+    PreparedWeights,
+    Slice,
+    Torch,
+    View,
+    fresh_copy,
+    identity,
+)
 from .interpreter import find_function
 from .interpreter.impls import IMPLS, scalar_value
-from .ir_io import op_location
+from .ir_io import op_location, print_module
 from .library_calls import REFERENCE_CPU
 from .report import GraphReport
 from .targets import Target, host_cpu
 from .targets.base import KernelCall
-from .weight_cache import PerVersion
 from .weight_preparation import weight_preparation
 
 
 class HostProgramError(TesseraError):
     """The host graph has an op the program cannot run."""
-
-
-@dataclass
-class HostProgram:
-    program: Program
-    report: GraphReport = field(default_factory=lambda: GraphReport("forward"))
-    layout_fixups: list[str] = field(default_factory=list)
-
-    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
-        return self.program.run(*tensors)
 
 
 class _Builder:
@@ -76,7 +86,7 @@ class _Builder:
         self.ids: dict[SSAValue | object, int] = {}
         self.scalars: dict[SSAValue, object] = {}
         self.steps: list = []
-        self.result = HostProgram(Program((), (), ()))
+        self.result = HostProgram(Program((), (), ()), ())
 
     def buffer(self, v: SSAValue | object) -> int:
         """``v``'s buffer id (a new one on first sight)."""
@@ -99,14 +109,14 @@ class _Builder:
         if not isinstance(v.owner, tsr.ConstantOp):
             return self.operand(v, ret)
         copy = self.new_buffer()
-        self.steps.append(Call(_fresh_copy, (self.operand(v, ret),), (copy,)))
+        self.steps.append(Call(fresh_copy, (self.operand(v, ret),), (copy,)))
         return copy
 
     def add(self, op: Operation) -> None:
         if isinstance(op, tsr.ConstantOp):
             if isinstance(op.value, DenseIntOrFPElementsAttr):
                 t = in_layout(IMPLS[tsr.ConstantOp](op, self.env), op.result.type)
-                self.steps.append(Call(lambda t=t: t, (), (self.buffer(op.result),)))
+                self.steps.append(Call(Constant(t), (), (self.buffer(op.result),)))
             else:
                 self.scalars[op.result] = scalar_value(op.value)
         elif isinstance(op, tsr.LaunchOp):
@@ -125,9 +135,8 @@ class _Builder:
             else:
                 self._call(op, call)
         elif type(op) in IMPLS:
-            impl = IMPLS[type(op)]
             _count_host_op(self.result.report, op)
-            self._call(op, lambda *xs, op=op, impl=impl, env=self.env: impl(op, env, *xs), library=False)
+            self._call(op, bind_reference(op, self.env.device), library=False)
         else:
             raise HostProgramError(f"no way to run '{op.name}' on the host", op_location(op))
 
@@ -149,37 +158,16 @@ class _Builder:
         """``fn`` on the op's tensor operands (scalars bound in place); results
         stored in the layouts the op's types name. A ``library`` call is counted
         in the report by ``fn``'s name."""
+        name = getattr(fn, "__name__", op.name)
         if library:
-            self.result.report.library[getattr(fn, "__name__", op.name)] += 1
+            self.result.report.library[name] += 1
         tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
         fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
-        types = [(r.type, placement_of(r.type)) if isinstance(r.type, TensorType) else (r.type, None) for r in op.results]
-        fixups = self.result.layout_fixups
-        where = f"{op.name} at {op_location(op)}"
-
-        arity = len(op.operands)
-
-        def call(*tensors):
-            if fixed:
-                it = iter(tensors)
-                tensors = [fixed[i] if i in fixed else next(it) for i in range(arity)]
-            out = fn(*tensors)
-            outs = out if isinstance(out, (tuple, list)) else (out,)
-            placed = []
-            for t, (ty, placement) in zip(outs, types):
-                if placement is not None and not placement.holds(t):
-                    fixups.append(where)
-                    t = in_layout(t, ty)
-                placed.append(t)
-            return placed
-
-        call.__name__ = op.name
+        placements = [placement_of(r.type) if isinstance(r.type, TensorType) else None for r in op.results]
+        call = PlacedCall(fn, op.name, len(op.operands), fixed, placements, f"{op.name} at {op_location(op)}",
+                          self.result.layout_fixups)
         args = tuple(self.operand(op.operands[i], op) for i in tensor_pos)
         self.steps.append(Call(call, args, tuple(self.buffer(r) for r in op.results)))
-
-
-def _fresh_copy(t: torch.Tensor) -> torch.Tensor:
-    return t.clone()
 
 
 VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp)
@@ -230,19 +218,62 @@ def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "
     if prepare:
         main.insert(prepare_at, _prepare_step(b, preparing, prepare, device))
     b.result.program = Program(tuple(main), inputs, outputs, device)
+    b.result.inputs = input_placements(host, function)
     return b.result
+
+
+def input_placements(module: ModuleOp, function: str = "forward") -> tuple[Placement | None, ...]:
+    """Where ``@function`` takes each argument (None: not a tensor)."""
+    args = find_function(module, function).body.block.args
+    return tuple(placement_of(a.type) if isinstance(a.type, TensorType) else None for a in args)
 
 
 def _prepare_step(b: _Builder, ops: list[Operation], steps: list, device: torch.device) -> Call:
     """One step running ``steps`` (the preparing ops'), under freezing once per
-    version of the arguments they read (:class:`PerVersion`), giving the values other ops use."""
+    version of the arguments they read (:class:`PreparedWeights`), giving the values other ops use."""
     inside = set(ops)
     sources = tuple(dict.fromkeys(b.ids[v] for op in ops for v in op.operands if not isinstance(v.owner, Operation)))
     outs = tuple(b.ids[r] for op in ops for r in op.results
                  if r in b.ids and any(u.operation not in inside for u in r.uses))
-    cached = PerVersion(Program(tuple(steps), sources, outs, device).run, b.freezing)
+    return Call(PreparedWeights(Program(tuple(steps), sources, outs, device), b.freezing), sources, outs)
 
-    def prepare_weights(*params: torch.Tensor) -> list[torch.Tensor]:
-        return cached(*params)
 
-    return Call(prepare_weights, sources, outs)
+_VIEWS: dict[type, Callable[[Any], Callable]] = {
+    tsr.PermuteOp: lambda op: View("permute", tuple(ints(op.dims))),
+    tsr.ReshapeOp: lambda op: View("reshape", tuple(shape_of(op.result.type))),
+    tsr.ExpandOp: lambda op: View("expand", tuple(shape_of(op.result.type))),
+    tsr.SliceOp: lambda op: Slice(op.dim.value.data, op.start.value.data, op.end.value.data, op.step.value.data),
+    tsr.ConcatOp: lambda op: Concat(op.dim.value.data),
+    tsr.PolyphaseWeightOp: lambda op: PolyphaseWeight(tuple(op.dims())),
+}
+_TORCH_FNS: dict[type, Callable] = {tsr.MatmulOp: torch.mm, tsr.BmmOp: torch.bmm, tsr.IntMmOp: torch._int_mm,
+                                    tsr.AddmmOp: torch.addmm, tsr.ConvertOp: identity, tsr.RelayoutOp: identity}
+
+
+def bind_reference(op: Operation, device: torch.device) -> Callable:
+    """``op``'s reference semantics as a callable holding what it reads of the op
+    (``host_steps``): picklable, and run with no IR. Ops without such a binding
+    keep their IR (:class:`IrOp`), parsed when first run from the graph cache.
+
+        %v = tsr.permute %x {dims = array<i64: 0, 2, 3, 1>}   ->  View("permute", (0, 2, 3, 1))
+    """
+    if type(op) in _VIEWS:
+        return _VIEWS[type(op)](op)
+    if type(op) in _TORCH_FNS:
+        return Torch(_TORCH_FNS[type(op)])
+    if isinstance(op, tsr.AtenCallOp):
+        operands = [Operand(i) for i in range(len(op.operands))]
+        args = aten_args.decode(op.args, operands, device)
+        kwargs = {k: aten_args.decode(v, operands, device) for k, v in op.kwargs.data.items()} if op.kwargs else {}
+        return AtenCall(op.callee.data, args, kwargs, single=len(op.outs) == 1)
+    return IrOp(_one_op_module(op), str(device))
+
+
+def _one_op_module(op: Operation) -> str:
+    """``op`` alone in ``func.func @op``, its operands the function's arguments."""
+    block = Block(arg_types=[v.type for v in op.operands])
+    mapper: dict[SSAValue, SSAValue] = dict(zip(op.operands, block.args))
+    inner = op.clone(value_mapper=mapper)
+    block.add_ops([inner, func.ReturnOp(*inner.results)])
+    fn = func.FuncOp("op", ([a.type for a in block.args], [r.type for r in inner.results]), Region(block))
+    return print_module(ModuleOp([fn]))

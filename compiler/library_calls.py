@@ -12,17 +12,16 @@ not take, so a call is always right.
 
 from __future__ import annotations
 
+import functools
 import types
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from tessera.dialects import tsr
-from tessera.dialects.tsr.layout import channels_last, layout_of
-from tessera.dialects.tsr.shapes import ints
 from tessera.passes.target_models import weight_bound
 
-from .interpreter.impls import ConvEpilogue
+from .conv_epilogue import ConvEpilogue
 from .weight_cache import PackedWeight
 
 REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
@@ -35,7 +34,11 @@ ONEDNN_POST_OPS = {None: "none", "silu": "swish"}
 (and ``relu`` after a residual ``add``) turn NaN into 0 where eager keeps it;
 those activations run after the call, in place (:data:`IN_PLACE_ACTIVATIONS`)."""
 
-IN_PLACE_ACTIVATIONS = {"relu": torch.relu_, "relu6": lambda y: y.clamp_(0.0, 6.0), "silu": F.silu}
+def _relu6_(y: torch.Tensor) -> torch.Tensor:
+    return y.clamp_(0.0, 6.0)
+
+
+IN_PLACE_ACTIVATIONS = {"relu": torch.relu_, "relu6": _relu6_, "silu": F.silu}
 """The activations applied to a library conv's result after the call (NaN stays NaN)."""
 
 
@@ -58,7 +61,10 @@ class OneDnnConv:
     NaN into 0). Tensors oneDNN does not take (bf16 on a CPU without its bf16
     path), and autograd, go through ATen's dispatch."""
 
-    def __init__(self, op: tsr.ConvOp, freezing: bool = False):
+    def __init__(self, op: Any, freezing: bool = False):
+        from tessera.dialects.tsr.layout import channels_last, layout_of
+        from tessera.dialects.tsr.shapes import ints
+
         self.epilogue = ConvEpilogue.of(op)
         self.stride, self.padding = ints(op.stride), ints(op.padding)
         self.dilation, self.groups = ints(op.dilation), op.groups.value.data
@@ -68,8 +74,9 @@ class OneDnnConv:
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight_bound = not freezing and weight_bound(op)
-        self.weight = PackedWeight(lambda w: torch.ops.mkldnn._reorder_convolution_weight(
-            w, self.padding, self.stride, self.dilation, self.groups, self.input_size), freezing) if freezing else _plain
+        self.weight = PackedWeight(functools.partial(
+            _reorder_conv_weight, padding=self.padding, stride=self.stride, dilation=self.dilation,
+            groups=self.groups, input_size=self.input_size), freezing) if freezing else _plain
         self.__name__ = "onednn_conv"
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
@@ -107,7 +114,9 @@ class OneDnnConv:
 class AtenConv:
     """``tsr.conv`` on a GPU: ATen's convolution (cuDNN on CUDA) in the layout the passes chose."""
 
-    def __init__(self, op: tsr.ConvOp):
+    def __init__(self, op: Any):
+        from tessera.dialects.tsr.shapes import ints
+
         self.epilogue = ConvEpilogue.of(op)
         self.args = (ints(op.stride), ints(op.padding), ints(op.dilation), False, [0] * len(ints(op.stride)),
                      op.groups.value.data)
@@ -124,10 +133,10 @@ class MklLinear:
     Inductor's freezing does; ATen's ``addmm`` where that does not apply (no
     freezing: packing per call costs as much as the GEMM; another device or dtype, a bias that is not one full row, an empty GEMM, autograd on, no MKL)."""
 
-    def __init__(self, op: tsr.AddmmOp, freezing: bool = False):
+    def __init__(self, op: Any, freezing: bool = False):
         self.rows = op.lhs.type.get_shape()[0]
         self.freezing = freezing
-        self.weight = PackedWeight(lambda wt: torch.ops.mkl._mkl_reorder_linear_weight(wt.t(), self.rows), freezing)
+        self.weight = PackedWeight(functools.partial(_reorder_linear_weight, rows=self.rows), freezing)
         self.__name__ = "mkl_linear"
 
     def _takes(self, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> bool:
@@ -146,6 +155,16 @@ def _plain(w: torch.Tensor) -> torch.Tensor:
     return w
 
 
+def _reorder_conv_weight(w: torch.Tensor, padding, stride, dilation, groups, input_size) -> torch.Tensor:
+    """A conv weight in oneDNN's blocked format (as Inductor's freezing packs it)."""
+    return torch.ops.mkldnn._reorder_convolution_weight(w, padding, stride, dilation, groups, input_size)
+
+
+def _reorder_linear_weight(wt: torch.Tensor, rows: int) -> torch.Tensor:
+    """A linear layer's weight in MKL's packed format, for GEMMs of ``rows`` rows."""
+    return torch.ops.mkl._mkl_reorder_linear_weight(wt.t(), rows)
+
+
 _CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 _HAS_MKL = torch._C.has_mkl and hasattr(torch.ops.mkl, "_mkl_linear")
@@ -157,6 +176,8 @@ _ONEDNN_DTYPES = (() if not _HAS_MKLDNN else
 
 def cpu_library_call(op, freezing: bool = False):
     """The library call of ``op`` on a CPU (``CpuTarget.host_call``), or None."""
+    from tessera.dialects import tsr
+
     if isinstance(op, tsr.ConvOp):
         return OneDnnConv(op, freezing)
     if isinstance(op, tsr.AddmmOp):
@@ -166,4 +187,6 @@ def cpu_library_call(op, freezing: bool = False):
 
 def gpu_library_call(op):
     """The library call of ``op`` on a GPU (``GpuTarget.host_call``), or None."""
+    from tessera.dialects import tsr
+
     return AtenConv(op) if isinstance(op, tsr.ConvOp) else None

@@ -4,19 +4,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from xdsl.passes import PassPipeline, PassPipelineCallbackType
-from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError
-
-from tessera.passes import PASSES
+from typing import TYPE_CHECKING
 
 from . import targets  # noqa: F401 - registers each target's models with the passes (passes.target_models)
 from .errors import UnknownPassError
 
+if TYPE_CHECKING:
+    from xdsl.passes import PassPipeline, PassPipelineCallbackType
+
 
 def build_pipeline(spec: str | Sequence[str], callback: PassPipelineCallbackType | None = None) -> PassPipeline:
     """A pipeline from a pass list; raises :class:`UnknownPassError` for names not registered."""
+    from xdsl.passes import PassPipeline
+    from xdsl.utils.arg_spec import parse_pipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    from tessera.passes import PASSES
+
     text = spec if isinstance(spec, str) else ",".join(spec)
     try:
         specs = list(parse_pipeline(text))

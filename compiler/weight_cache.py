@@ -64,6 +64,10 @@ class PerVersion:
         self.packs = 0
         """How many times the value was computed (tests, diagnostics)."""
 
+    def __reduce__(self) -> tuple:
+        """Pickled (in a program the graph cache stores) without the computed value."""
+        return type(self), (self._fn, self.freezing)
+
     def __call__(self, *tensors: torch.Tensor) -> Any:
         if not self.freezing:
             self.packs += 1

@@ -46,7 +46,8 @@ from xdsl.pattern_rewriter import (
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
-from .target_models import KernelQuery, TargetPass, own_kernel_conv
+from .target_models import KernelQuery
+from .target_pass import TargetPass, own_kernel_conv
 
 
 def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, query: KernelQuery) -> tsr.ConvOp | None:

@@ -37,7 +37,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.ops_polyphase import PolyphaseDim
+from tessera.dialects.polyphase import PolyphaseDim
 from tessera.dialects.tsr.shapes import elem_of, i64_array, ints, numel, shape_of
 
 MAX_FLOP_RATIO = 0.8

@@ -47,7 +47,8 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tessera.dialects import tsr
 
 from .fuse_conv_epilogues import replace_by_conv
-from .target_models import KernelQuery, TargetPass, own_kernel_conv
+from .target_models import KernelQuery
+from .target_pass import TargetPass, own_kernel_conv
 
 
 def _bare_conv(v: SSAValue) -> tsr.ConvOp | None:

@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 
 from tessera.dialects import tsr
 
-from .target_models import TargetPass
+from .target_pass import TargetPass
 
 IMPL_ATTR = "tsr.impl"
 

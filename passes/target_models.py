@@ -2,7 +2,8 @@
 
 Passes know no target by name: ``assign-layouts{target=x86}`` looks the name up
 here, and each target of the registry (``compiler/targets/<name>``) registers
-its :class:`TargetModels` when the registry is imported.
+its :class:`TargetModels` when the registry is imported (as a function giving
+them, called on first use: importing the registry loads no pass and no IR).
 
 - ``conv_layouts``: the layout cost model of convolutions, contiguous or
   channels-last per dtype and shape class, asked once per ``tsr.conv`` by
@@ -19,21 +20,17 @@ its :class:`TargetModels` when the registry is imported.
 - ``own_gemm_kernel``: likewise for ``tsr.int_mm``/``tsr.scaled_int_mm`` and the
   target's own int8 GEMM (``select-impl`` records it); absent: the library's.
 
-    register_target_models("x86", TargetModels(conv_layouts=(Rule("f32 conv2d", lambda c: True, 1.15),)))
+    register_target_models("x86", lambda: TargetModels(conv_layouts=(Rule("f32 conv2d", lambda c: True, 1.15),)))
     prefers_channels_last("x86", ConvShape.of(conv))   # True
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from xdsl.ir import Attribute, SSAValue
-from xdsl.passes import ModulePass
-
-from tessera.dialects import tsr
 
 MIN_GAIN = 1.10
 
@@ -137,11 +134,12 @@ class TargetModels:
     """``own_gemm_kernel(op, features)``: the same for an int8 GEMM (``tsr.int_mm``, ``tsr.scaled_int_mm``)."""
 
 
-_MODELS: dict[str, TargetModels] = {}
+_MODELS: dict[str, Callable[[], TargetModels]] = {}
 
 
-def register_target_models(target: str, models: TargetModels) -> None:
-    _MODELS[target] = models
+def register_target_models(target: str, models: Callable[[], TargetModels]) -> None:
+    """Registers the function giving ``target``'s models (called once, on first use)."""
+    _MODELS[target] = functools.cache(models)
 
 
 def target_models(target: str) -> TargetModels:
@@ -149,7 +147,7 @@ def target_models(target: str) -> TargetModels:
     models = _MODELS.get(target)
     if models is None:
         raise ValueError(f"target must be one of {', '.join(sorted(_MODELS)) or '(none registered)'}, got '{target}'")
-    return models
+    return models()
 
 
 def known_targets() -> tuple[str, ...]:
@@ -174,38 +172,3 @@ class KernelQuery:
     def own_gemm(self, op: Any) -> str | None:
         chooser = target_models(self.target).own_gemm_kernel
         return chooser(op, self.features) if chooser is not None else None
-
-
-def own_kernel_conv(query: KernelQuery, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
-                    residual: SSAValue | None, result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
-    """A new conv with these operands (``ConvOp.with_epilogue``, not inserted
-    anywhere) if the target's own kernel would compute it, else None: how a pass
-    asks whether a rewrite it is about to make gives the kernel its conv."""
-    if target_models(query.target).own_conv_kernel is None:
-        return None
-    conv = tsr.ConvOp.with_epilogue(input, weight, bias, residual, result_type, properties)
-    if query.own_conv(conv) is not None:
-        return conv
-    conv.drop_all_references()
-    return None
-
-
-@dataclass(frozen=True)
-class TargetPass(ModulePass):
-    """A pass that asks a target's models, for the CPU of ``features``:
-    ``fuse-conv-residuals{target=x86 features="+avx2,+fma" freezing=true}``. A bad target
-    name is a ``ValueError`` (a bad pass option) naming the known ones."""
-
-    target: str
-    features: str = ""
-    """The CPU to build for (empty: this host's)."""
-    freezing: bool = False
-    """Weights are packed once (``torch.compile``'s ``freezing``), not on every call."""
-
-    def __post_init__(self) -> None:
-        target_models(self.target)
-
-    @property
-    def query(self) -> KernelQuery:
-        """What the models are asked with (empty features: this host's)."""
-        return KernelQuery(self.target, self.features or None, self.freezing)

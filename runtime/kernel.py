@@ -36,6 +36,9 @@ class Kernel:
         self.default_chunks = max(1, min(options.num_threads, signature.grid_size, work // options.min_work_per_thread))
         self.empty = signature.grid_size == 0
         """An empty grid (the kernel writes a tensor with an empty dim): nothing to launch."""
+        self.origin: tuple | None = None
+        """How another process gets this kernel again, ``(function, args)`` (the loader
+        of a spec's kernel sets it): what a pickled program holding it stores."""
 
     @property
     def name(self) -> str:
@@ -43,6 +46,11 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"Kernel(@{self.name}, grid={self.signature.grid})"
+
+    def __reduce__(self) -> tuple:
+        if self.origin is None:
+            raise TypeError(f"kernel @{self.name} does not pickle: nothing says how to load it again")
+        return self.origin
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         self.launch(*tensors)

@@ -135,6 +135,10 @@ class Program:
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
 
+    def __reduce__(self) -> tuple:
+        """Pickled as what it was made of (the graph cache stores programs): no kept buffers."""
+        return Program, (self.steps, self.inputs, self.outputs, self.device, self.reuse_buffers)
+
     def run(self, *tensors: torch.Tensor, on_step: Callable[[Step, float], None] | None = None) -> list[torch.Tensor]:
         """The outputs for ``tensors``; ``on_step(step, seconds)`` after each step
         when given (``bench/step_profile.py``).

@@ -14,18 +14,12 @@ under ``compiler/targets``.
 
 from __future__ import annotations
 
-from tessera.compiler.codegen.errors import CodegenError, UnknownTarget
-from tessera.compiler.codegen.kernel_form import KernelForm, analyze_kernel, kernel_signatures
-from tessera.compiler.codegen.llvm_target import LlvmTarget
-from tessera.compiler.codegen.pipeline import (
-    assembly,
-    link_llvm_ir,
-    llvm_ir,
-    optimize,
-    optimized_llvm_ir,
-)
+from tessera.compiler.lazy_exports import lazy_exports
 
-__all__ = [
-    "CodegenError", "KernelForm", "LlvmTarget", "UnknownTarget", "analyze_kernel", "assembly",
-    "kernel_signatures", "link_llvm_ir", "llvm_ir", "optimize", "optimized_llvm_ir",
-]
+_EXPORTS = {
+    "CodegenError": "errors", "UnknownTarget": "errors", "KernelForm": "kernel_form", "analyze_kernel": "kernel_form",
+    "kernel_signatures": "kernel_form", "LlvmTarget": "llvm_target", "assembly": "pipeline",
+    "link_llvm_ir": "pipeline", "llvm_ir": "pipeline", "optimize": "pipeline", "optimized_llvm_ir": "pipeline",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)  # importing errors or llvm_target alone loads no IR
+__all__ = sorted(_EXPORTS)

@@ -9,17 +9,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
-from xdsl.dialects.builtin import ModuleOp
 
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.llvm_emitter import emit_module
 from tessera.compiler.codegen.llvm_target import LlvmTarget, init_llvm
+
+if TYPE_CHECKING:  # optimize() serves the kernels written straight in LLVM IR, which need no IR of ours
+    from xdsl.dialects.builtin import ModuleOp
 
 
 def llvm_ir(kernels: ModuleOp, target: LlvmTarget) -> str:
     """Unoptimized LLVM IR text of every kernel."""
+    from tessera.compiler.codegen.llvm_emitter import emit_module
+
     return str(emit_module(kernels, target))
 
 

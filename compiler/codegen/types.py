@@ -7,20 +7,15 @@ llvmlite lacks.
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 from llvmlite.ir.types import _BaseFloatType
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
-    IntegerType,
-)
-from xdsl.ir import Attribute
 
 from tessera.compiler.codegen.errors import CodegenError
+
+if TYPE_CHECKING:
+    from xdsl.ir import Attribute
 
 
 class BFloatType(_BaseFloatType):
@@ -53,6 +48,8 @@ def f32_to_bf16_bits(value: float) -> int:
 
 def llvm_type(t: Attribute) -> ir.Type:
     """The LLVM type of an MLIR scalar type (``index`` is 64-bit)."""
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IndexType, IntegerType
+
     if isinstance(t, IndexType):
         return I64
     if isinstance(t, IntegerType):

@@ -8,8 +8,7 @@ stores every result in the layout and dtype its type declares.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,11 +17,12 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAt
 from xdsl.ir import Operation
 
 from tessera.dialects import tsr
+from tessera.dialects.polyphase import polyphase_weight
 from tessera.dialects.tsr import dtypes
-from tessera.dialects.tsr.ops_nn import split_conv_epilogue
 from tessera.dialects.tsr.shapes import ints, shape_of
 
 from .. import aten_args
+from ..conv_epilogue import ConvEpilogue
 
 Impl = Callable[..., Any]
 IMPLS: dict[type[Operation], Impl] = {}
@@ -181,32 +181,6 @@ def _conv(op, env, x, w, *operands):
     return epilogue.apply(y, r)
 
 
-CONV_ACTIVATION_FNS = {None: lambda y: y, "relu": torch.relu, "relu6": F.relu6, "silu": F.silu}
-
-
-@dataclass(frozen=True)
-class ConvEpilogue:
-    """What a ``tsr.conv`` does after the convolution, read from the op once
-    (the library calls keep one: their per-call path reads no IR)."""
-
-    residual: bool
-    activation: str | None
-
-    @classmethod
-    def of(cls, op: tsr.ConvOp) -> ConvEpilogue:
-        return cls(op.residual is not None, op.activation_name())
-
-    def split(self, operands: Sequence[torch.Tensor]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """``(bias, residual)`` among the tensors given for the operands after the weight."""
-        return split_conv_epilogue(operands, self.residual)
-
-    def apply(self, y: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        """The residual added to the convolution ``y``, then the activation."""
-        if residual is not None:
-            y = y + residual
-        return CONV_ACTIVATION_FNS[self.activation](y)
-
-
 def _reduce_args(op) -> tuple[list[int], bool]:
     return list(op.reduced_dims()), bool(op.keepdim.value.data)
 
@@ -245,20 +219,7 @@ def _upsample(op, env, x):
 
 @impl(tsr.PolyphaseWeightOp)
 def _polyphase_weight(op, env, w):
-    """Per spatial dim, a 0/1 matrix [phase, phase tap, tap] sums the taps each
-    phase folds together; phases end up ahead of the output channels. Half
-    weights are summed in f32 and rounded once."""
-    out = w.float() if w.dtype in (torch.float16, torch.bfloat16) else w
-    for d, dim in enumerate(op.dims()):
-        fold = torch.zeros(dim.scale, dim.taps, dim.kernel, dtype=out.dtype, device=w.device)
-        for a in range(dim.scale):
-            for t in range(dim.kernel):
-                fold[a, dim.tap(a, t), t] = 1
-        axis = out.dim() - len(op.dims()) + d  # this dim's tap axis (phases are prepended)
-        out = torch.tensordot(out, fold, dims=([axis], [2]))  # [..., phase, phase tap] at the end
-        out = out.movedim(-2, d).movedim(-1, axis + 1)
-    phases = out.shape[: len(op.dims())]
-    return out.reshape(-1, *out.shape[len(phases) + 1:]).to(w.dtype).contiguous()
+    return polyphase_weight(op.dims(), w)
 
 
 @impl(tsr.PolyphaseInterleaveOp)

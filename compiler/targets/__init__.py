@@ -27,7 +27,7 @@ _REGISTRY: dict[str, Target] = {}
 
 def register(target: Target) -> Target:
     _REGISTRY[target.name] = target
-    register_target_models(target.name, target.models())
+    register_target_models(target.name, target.models)
     return target
 
 

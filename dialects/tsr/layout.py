@@ -24,24 +24,14 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-NAMED_LAYOUTS: dict[str, tuple[int, ...]] = {
-    "ncl": (0, 1, 2),
-    "nlc": (0, 2, 1),
-    "nchw": (0, 1, 2, 3),
-    "nhwc": (0, 2, 3, 1),
-    "ncdhw": (0, 1, 2, 3, 4),
-    "ndhwc": (0, 2, 3, 4, 1),
-}
-_NAME_OF = {perm: name for name, perm in NAMED_LAYOUTS.items()}
-
-
-def identity(rank: int) -> tuple[int, ...]:
-    return tuple(range(rank))
-
-
-def channels_last(rank: int) -> tuple[int, ...]:
-    """The channels-last order of a rank-``rank`` N,C,spatial... tensor."""
-    return (0, *range(2, rank), 1) if rank >= 3 else identity(rank)
+from tessera.dialects.dim_orders import (  # noqa: F401 - the layout arithmetic, re-exported
+    _NAME_OF,
+    NAMED_LAYOUTS,
+    channels_last,
+    identity,
+    perm_from_strides,
+    strides_for,
+)
 
 
 @irdl_attr_definition
@@ -120,39 +110,3 @@ def with_layout(t: TensorType, perm: Sequence[int]) -> TensorType:
 
 def has_encoding(t: Attribute) -> bool:
     return isinstance(t, TensorType) and not isinstance(t.encoding, NoneAttr)
-
-
-def strides_for(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
-    """Element strides of a dense tensor of logical ``shape`` stored in ``perm`` order."""
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(perm):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return tuple(strides)
-
-
-def perm_from_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
-    """The dim order a dense strided tensor is stored in.
-
-    Size-1 dims carry no information; they are placed where the contiguous
-    order would put them relative to the others, so a contiguous tensor always
-    maps to the identity and a channels-last one to ``nhwc``/``ndhwc``.
-    """
-    rank = len(shape)
-    big = [d for d in range(rank) if shape[d] != 1]
-    ordered = sorted(big, key=lambda d: (-strides[d], d))
-    # Prefer the well-known orders when they explain the strides equally well.
-    for cand in (identity(rank), channels_last(rank)):
-        if [d for d in cand if shape[d] != 1] == ordered:
-            return cand
-    result: list[int] = []
-    it = iter(ordered)
-    nxt = next(it, None)
-    for d in range(rank):
-        if shape[d] == 1:
-            result.append(d)
-        else:
-            result.append(nxt)  # type: ignore[arg-type]
-            nxt = next(it, None)
-    return tuple(result)

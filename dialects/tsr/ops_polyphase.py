@@ -18,14 +18,12 @@ no upsampled tensor), followed by an interleave of the phases:
     %y  = tsr.polyphase_interleave %c {scales = array<i64: 2, 2>, shifts = array<i64: 0, 1, 0, 1>}
           : (tensor<1x256x33x33xf32>) -> tensor<1x64x64x64xf32>
 
-:class:`PolyphaseDim` holds the arithmetic of one spatial dim, shared by the
-pass, the verifiers, the interpreter and the kernel lowering.
+:class:`PolyphaseDim` (``dialects/polyphase.py``, no IR) holds the arithmetic of
+one spatial dim, shared by the pass, the verifiers, the interpreter, the host
+program and the kernel lowering.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from functools import cached_property
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import (
@@ -40,53 +38,9 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tessera.dialects.polyphase import PolyphaseDim
+
 from .shapes import I64Array, check_values_layouts, expect_rank, expect_same_elem, expect_shape, ints, numel, shape_of
-
-
-@dataclass(frozen=True)
-class PolyphaseDim:
-    """One spatial dim of ``conv(upsample(x, scale), kernel, padding)`` with
-    ``2*padding == kernel - 1`` (the output has the upsampled size).
-
-    Output ``y = scale*i + a`` reads upsampled rows ``y - padding + t`` for taps
-    ``t < kernel``, i.e. input rows ``i + (a - padding + t) // scale``: phase
-    ``a`` has its first input row at offset ``first[a]`` and folds tap ``t``
-    into its tap ``(a - padding + t) // scale - first[a]``."""
-
-    scale: int
-    kernel: int
-    padding: int
-
-    @staticmethod
-    def supports(scale: int, kernel: int, padding: int) -> bool:
-        return scale >= 1 and kernel >= 1 and 2 * padding == kernel - 1
-
-    @cached_property
-    def first(self) -> tuple[int, ...]:
-        return tuple((a - self.padding) // self.scale for a in range(self.scale))
-
-    def tap(self, a: int, t: int) -> int:
-        """The phase-``a`` tap that original tap ``t`` folds into."""
-        return (a - self.padding + t) // self.scale - self.first[a]
-
-    @cached_property
-    def taps(self) -> int:
-        """The phase kernel's size (the largest over the phases)."""
-        return max(self.tap(a, self.kernel - 1) + 1 for a in range(self.scale))
-
-    @cached_property
-    def shifts(self) -> tuple[int, ...]:
-        """Where phase ``a``'s rows start in the polyphase conv's output."""
-        return tuple(f - self.first[0] for f in self.first)
-
-    def pads(self, n: int) -> tuple[int, int]:
-        """Low/high padding of an ``n``-long input for the polyphase conv."""
-        low = -self.first[0]
-        return low, self.conv_size(n) + self.taps - 1 - n - low
-
-    def conv_size(self, n: int) -> int:
-        """The polyphase conv's output length: every phase's ``n`` rows."""
-        return n + self.shifts[-1]
 
 
 @irdl_op_definition

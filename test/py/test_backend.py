@@ -164,13 +164,13 @@ def test_graph_tessera_cannot_import_runs_as_aten(caplog, monkeypatch):
     """A graph the importer rejects (the failure injected here: tessera imports
     every graph the suites give it) runs whole as captured, with a warning and a
     report, and gives eager's answer; under strict it raises."""
-    from tessera.compiler import backend
+    from tessera.compiler import fx_import
     from tessera.compiler.errors import ImportFailure
 
     def reject(gm, *args, **kwargs):
         raise ImportFailure("an op no converter knows")
 
-    monkeypatch.setattr(backend, "import_graph", reject)
+    monkeypatch.setattr(fx_import, "import_graph", reject)  # the backend imports it when it compiles
 
     def f(x):
         return torch.relu(x).sum(-1) * 2
@@ -189,17 +189,17 @@ def test_graph_tessera_cannot_import_runs_as_aten(caplog, monkeypatch):
 
 def test_fallback_graph_backward_still_correct(monkeypatch):
     """A forward graph the importer rejects still differentiates correctly."""
-    from tessera.compiler import backend
+    from tessera.compiler import fx_import
     from tessera.compiler.errors import ImportFailure
 
-    real = backend.import_graph
+    real = fx_import.import_graph
 
     def reject_forward(gm, name="forward"):
         if name == "forward" and not any(n.name.startswith("tangents") for n in gm.graph.nodes):
             raise ImportFailure("an op no converter knows")
         return real(gm, name)
 
-    monkeypatch.setattr(backend, "import_graph", reject_forward)
+    monkeypatch.setattr(fx_import, "import_graph", reject_forward)
 
     def f(x):
         return (torch.sin(x) * x).square().sum()

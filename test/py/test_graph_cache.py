@@ -29,6 +29,7 @@ from tessera.compiler.capture import capture
 from tessera.compiler.graph_cache import CompiledGraph, graph_key
 from tessera.compiler.report import collect_reports
 from tessera.compiler.stage_io import CompileOptions
+from tessera.compiler.targets.x86.conv_choice import host_isa
 from tessera.runtime.cache import CompileCache
 
 STRICT = {"strict": True}
@@ -73,33 +74,54 @@ def test_second_compile_loads_the_program(cache_dir, name):
     torch.testing.assert_close(y2, want, rtol=1e-4, atol=1e-4 * max(1.0, want.abs().max().item()))
 
 
-def test_a_fresh_process_loads_the_program(cache_dir):
-    """The graph compiled by one process is loaded by the next, which imports and compiles nothing."""
+@pytest.mark.parametrize("name", ["video_vae_block", "mobilenet_block"])
+def test_a_fresh_process_loads_the_program_without_the_ir(cache_dir, name):
+    """The graph compiled by one process is loaded by the next, which imports no
+    IR at all: no xDSL, no import of the graph, no parse (``host_plan``); its
+    convs on tessera's kernels load from their specs."""
     script = textwrap.dedent(f"""
         import json, sys, torch
-        import tessera.compiler.backend as backend
         from tessera.compiler.model_loader import load_example
         from tessera.compiler.report import collect_reports
-        imported = []
-        real = backend.import_graph
-        backend.import_graph = lambda gm: imported.append(1) or real(gm)
-        model, (x,) = load_example({str(REPO / "examples/video_vae_block.py")!r})
+        model, (x,) = load_example({str(REPO / "examples")!r} + "/" + sys.argv[2] + ".py")
         with torch.no_grad(), collect_reports() as reports:
-            y = torch.compile(model, backend="tessera", options={{"strict": True}})(x)
-        torch.save(y, sys.argv[1])
-        print(json.dumps({{"cached": [r.cached for r in reports], "imported": len(imported)}}))
+            y = torch.compile(model, backend="tessera", options={{"strict": True, "freezing": True}})(x)
+            want = model(x)
+        torch.save((y, want), sys.argv[1])
+        print(json.dumps({{"cached": [r.cached for r in reports], "conv_kernels": [r.conv_kernels for r in reports],
+                          "xdsl": any(m == "xdsl" or m.startswith("xdsl.") for m in sys.modules)}}))
     """)
     runs = []
     for i in range(2):
         out = cache_dir / f"y{i}.pt"
-        proc = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "TESSERA_CACHE_DIR": str(cache_dir / "cache")})
+        proc = subprocess.run([sys.executable, "-c", script, str(out), name], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "TESSERA_CACHE_DIR": str(cache_dir / "cache")})
         assert proc.returncode == 0, proc.stderr[-3000:]
         runs.append((json.loads(proc.stdout.strip().splitlines()[-1]), torch.load(out)))
-    (cold, y_cold), (warm, y_warm) = runs
-    assert cold == {"cached": [""], "imported": 1}
-    assert warm == {"cached": ["local"], "imported": 0}
+    (cold, (y_cold, want)), (warm, (y_warm, _)) = runs
+    assert cold["cached"] == [""] and cold["xdsl"]
+    assert warm == {**cold, "cached": ["local"], "xdsl": False}
     assert torch.equal(y_cold, y_warm)
+    torch.testing.assert_close(y_warm, want, rtol=1e-4, atol=1e-4 * max(1.0, want.abs().max().item()))
+    if name == "mobilenet_block" and host_isa() is not None:
+        assert warm["conv_kernels"] != [0], "the block's convs should run on tessera's kernels"
+
+
+def test_a_program_that_does_not_pickle_is_stored_as_ir(cache_dir, monkeypatch):
+    """Where a step of the program does not pickle, the entry holds the host graph
+    as text, and loading it builds the program from that (parsing it)."""
+    def unpicklable(host, kernels):
+        raise TypeError("a step that does not pickle")
+
+    monkeypatch.setattr(graph_cache, "dump_program", unpicklable)
+    model, args = example("video_vae_block")
+    y1, _ = _run(model, args)
+    (entry,) = _entries(cache_dir)
+    stored = graph_cache.lookup(CompileCache(cache_dir), entry.stem)
+    assert stored.program is None and "tsr.launch" in stored.host
+    y2, reports = _run(model, args)
+    assert [r.cached for r in reports] == ["local"] and reports[0].compiled
+    assert torch.equal(y1, y2)
 
 
 def _key(fn, args, **options) -> str | None:
@@ -141,7 +163,7 @@ def _damage(entry, how: str) -> None:
                        "garbage": os.urandom(len(blob))}[how])
 
 
-@pytest.mark.parametrize("how", ["truncate", "flip", "garbage", "foreign", "unloadable"])
+@pytest.mark.parametrize("how", ["truncate", "flip", "garbage", "foreign", "unloadable", "unparsable"])
 def test_a_bad_entry_is_compiled_again(cache_dir, how, caplog):
     model, args = example("resnet_block")
     y1, _ = _run(model, args)
@@ -150,16 +172,18 @@ def test_a_bad_entry_is_compiled_again(cache_dir, how, caplog):
         _run(*example("mobilenet_block"))
         foreign = next(p for p in _entries(cache_dir) if p != entry)
         entry.write_bytes(foreign.read_bytes())
-    elif how == "unloadable":  # a whole entry whose host graph does not parse
+    elif how in ("unloadable", "unparsable"):  # a whole entry whose program does not load, or whose IR does not parse
         good = graph_cache.lookup(CompileCache(cache_dir), entry.stem)
-        bad = CompiledGraph(good.host.replace("tsr.launch", "tsr.no_such_op"), good.artifact, good.output_is_none)
+        bad = (CompiledGraph(good.program[: len(good.program) // 2], None, good.artifact, good.output_is_none)
+               if how == "unloadable" else
+               CompiledGraph(None, "builtin.module {\n  tsr.no_such_op\n}", good.artifact, good.output_is_none))
         CompileCache(cache_dir).put_bytes(entry.stem, bad.to_bytes())
     else:
         _damage(entry, how)
     y2, reports = _run(model, args)
     assert [r.cached for r in reports] == [""] and reports[0].compiled
     assert torch.equal(y1, y2)
-    if how == "unloadable":
+    if how in ("unloadable", "unparsable"):
         assert "could not be loaded" in caplog.text
     y3, reports = _run(model, args)  # the entry was written again, whole
     assert [r.cached for r in reports] == ["local"] and torch.equal(y1, y3)

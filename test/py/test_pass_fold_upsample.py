@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.ops_polyphase import PolyphaseDim
+from tessera.dialects.polyphase import PolyphaseDim
 
 from pass_testing import check_pass, parse, tensor_type
 

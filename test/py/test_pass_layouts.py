@@ -84,7 +84,8 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
     conv = ConvShape(2, "f32", 64, 64, 1, (3, 3), (1, 1))
     for speedup, expected in ((MIN_GAIN - 0.01, False), (MIN_GAIN, True), (2.0, True), (0.5, False)):
         table = (Rule("t", lambda c: True, speedup),)
-        monkeypatch.setitem(model._MODELS, "x86", dataclasses.replace(model._MODELS["x86"], conv_layouts=table))
+        models = dataclasses.replace(model.target_models("x86"), conv_layouts=table)
+        monkeypatch.setitem(model._MODELS, "x86", lambda models=models: models)
         assert prefers_channels_last("x86", conv) is expected, speedup
 
 

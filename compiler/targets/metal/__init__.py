@@ -13,7 +13,6 @@ from tessera.passes.target_models import TargetModels
 
 from ...stage_io import CompileOptions, StageOutput
 from ..base import GpuTarget, Stage, TargetStatus
-from .conv_layouts import CONV_LAYOUTS
 
 
 def msl_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
@@ -42,6 +41,8 @@ class Metal(GpuTarget):
     default_stage = "msl"
 
     def models(self) -> TargetModels:
+        from .conv_layouts import CONV_LAYOUTS
+
         return TargetModels(conv_layouts=CONV_LAYOUTS)
 
     def stages(self) -> dict[str, Stage]:

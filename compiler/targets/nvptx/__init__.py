@@ -11,7 +11,6 @@ from tessera.passes.target_models import TargetModels
 from ...stage_io import CompileOptions, StageOutput
 from ..base import GpuTarget, Stage, TargetStatus
 from .codegen import NVPTX_TRIPLE, NVPTXTarget
-from .conv_layouts import CONV_LAYOUTS
 
 
 def cubin_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
@@ -30,6 +29,8 @@ class Nvptx(GpuTarget):
     artifact_stage = "ptx"  # PTX text: the CUDA driver compiles it for the device it runs on
 
     def models(self) -> TargetModels:
+        from .conv_layouts import CONV_LAYOUTS
+
         return TargetModels(conv_layouts=CONV_LAYOUTS)
 
     def stages(self) -> dict[str, Stage]:

@@ -6,15 +6,10 @@ with tessera's own conv kernels (``conv/``) and exact int8 GEMMs (``int8_gemm/``
 
 from __future__ import annotations
 
-from tessera.dialects import tsr
-from tessera.passes.select_impl import impl_of
 from tessera.passes.target_models import TargetModels
 
 from ..base import CpuTarget
 from .codegen import X86_TRIPLE, X86Target
-from .conv_choice import kernel_isa
-from .conv_layouts import CONV_LAYOUTS
-from .gemm_choice import gemm_isa
 
 
 class X86(CpuTarget):
@@ -28,6 +23,10 @@ class X86(CpuTarget):
     own_conv_kernel_passes = ("fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
+        from .conv_choice import kernel_isa
+        from .conv_layouts import CONV_LAYOUTS
+        from .gemm_choice import gemm_isa
+
         return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa)
 
     def codegen(self, features: str | None = None, cpu: str | None = None) -> X86Target:
@@ -38,6 +37,9 @@ class X86(CpuTarget):
 
     def host_call(self, op, freezing: bool = False):
         """A conv or int8 GEMM on tessera's kernel where ``select-impl`` recorded one, else the CPU's library."""
+        from tessera.dialects import tsr
+        from tessera.passes.select_impl import impl_of
+
         impl = impl_of(op)
         if impl is not None and isinstance(op, tsr.ConvOp):
             from .conv.host import conv_call

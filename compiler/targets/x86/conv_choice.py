@@ -16,17 +16,18 @@ IR tools run the passes without it.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import f32
-from xdsl.ir import SSAValue
+from typing import TYPE_CHECKING
 
-from tessera.dialects import tsr
-from tessera.dialects.tsr.layout import channels_last, identity, layout_of
-from tessera.dialects.tsr.shapes import elem_of, shape_of
 from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv_kernel_model import prefers_tessera
+
+if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
+    from xdsl.ir import SSAValue
+
+    from tessera.dialects import tsr
 
 
 def host_isa() -> str | None:
@@ -45,6 +46,9 @@ def _isa(features: str | None) -> str | None:
 
 def kernel_layout(v: SSAValue) -> str | None:
     """How the kernel would read or write ``v``: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
+    from tessera.dialects.tsr.layout import channels_last, identity, layout_of
+    from tessera.dialects.tsr.shapes import shape_of
+
     rank = len(shape_of(v.type))
     layout = layout_of(v.type)
     return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
@@ -55,6 +59,10 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     (``None``: this host's), or None where the library should. Without
     ``freezing`` its weight is packed on every call: a weight-bound conv
     (``weight_bound``) goes to the library, which reads the plain weight."""
+    from xdsl.dialects.builtin import f32
+
+    from tessera.dialects.tsr.shapes import elem_of
+
     rank = len(op.input.type.get_shape())
     layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
     if None in layouts or not all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result)):

@@ -20,12 +20,14 @@ Imports no torch, so the IR tools run ``select-impl`` without it.
 from __future__ import annotations
 
 import functools
-
-from xdsl.ir import Operation
+from typing import TYPE_CHECKING
 
 from .codegen import enabled_features
 from .int8_gemm.errors import IsaUnavailable
 from .int8_gemm.isa import select_isa
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 @functools.cache

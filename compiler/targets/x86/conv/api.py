@@ -44,14 +44,22 @@ def weight_packer(spec: ConvSpec) -> Callable[[torch.Tensor], torch.Tensor]:
         raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r} (select_conv_isa() picks one it can)")
     name = pack_kernel_name(spec)
     kernel = cpu_kernel(name, name, lambda: conv_target(spec.isa).cache_key(), lambda: build_pack_kernel(spec))
-    shape = packed_shape(spec, choose_tiling(spec))
+    return _WeightPacker(spec, kernel, packed_shape(spec, choose_tiling(spec)))
 
-    def pack(w: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(shape)
-        kernel(w.detach().float().contiguous(), out)
+
+class _WeightPacker:
+    """A weight's packed data for ``spec`` by its packing kernel (``weight_packer``)."""
+
+    def __init__(self, spec: ConvSpec, kernel: Kernel, shape: tuple[int, ...]):
+        self.spec, self.kernel, self.shape = spec, kernel, shape
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        out = torch.empty(self.shape)
+        self.kernel(w.detach().float().contiguous(), out)
         return out
 
-    return pack
+    def __reduce__(self) -> tuple:
+        return weight_packer, (self.spec,)  # loaded again (from the compile cache) in the process that reads it
 
 
 def pack_weight_kernel(w: torch.Tensor, spec: ConvSpec) -> PackedConvWeight:
@@ -64,8 +72,10 @@ def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
     """The loaded kernel of ``spec`` (built once per process, path and thread count)."""
     if not can_run_conv(spec.isa):
         raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r} (select_conv_isa() picks one it can)")
-    return cpu_kernel(spec.kernel_name, f"{spec!r} {features}", lambda: conv_target(spec.isa, features).cache_key(),
-                      lambda: build_conv(spec, features))
+    kernel = cpu_kernel(spec.kernel_name, f"{spec!r} {features}", lambda: conv_target(spec.isa, features).cache_key(),
+                        lambda: build_conv(spec, features))
+    kernel.origin = (load_conv, (spec, features))
+    return kernel
 
 
 def spec_for(x: torch.Tensor, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1, *, bias: bool = False,

@@ -37,7 +37,7 @@ from tessera.compiler.targets.x86.conv.microkernel import emit_tile, tile_name
 from tessera.compiler.targets.x86.conv.packing import packed_shape
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import Tiling, WTile, choose_tiling
-from tessera.dialects.tsr.layout import identity, strides_for
+from tessera.dialects.dim_orders import identity, strides_for
 from tessera.runtime.signature import BufferSpec, KernelSignature
 
 

@@ -25,7 +25,7 @@ from tessera.compiler.targets.x86.conv.build import conv_target
 from tessera.compiler.targets.x86.conv.packing import packed_shape
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import Tiling, choose_tiling
-from tessera.dialects.tsr.layout import identity, strides_for
+from tessera.dialects.dim_orders import identity, strides_for
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.signature import BufferSpec, KernelSignature
 

@@ -22,7 +22,7 @@ from typing import cast
 
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import get_conv_isa
-from tessera.dialects.tsr.layout import channels_last, identity, strides_for
+from tessera.dialects.dim_orders import channels_last, identity, strides_for
 
 ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh")
 LAYOUTS = {"channels_last": channels_last, "contiguous": identity}

@@ -13,14 +13,12 @@ CPU) or the tensors are not on the CPU, the reference semantics (ATen) compute i
 
 from __future__ import annotations
 
-import torch
-from xdsl.dialects.builtin import i8
+import functools
+from typing import Any
 
-from tessera.compiler.interpreter.impls import IMPLS
-from tessera.compiler.library_calls import REFERENCE_CPU
+import torch
+
 from tessera.compiler.weight_cache import PackedWeight
-from tessera.dialects import tsr
-from tessera.dialects.tsr.shapes import elem_of
 
 from .api import int8_mm, pack_b_kernel
 from .isa import can_run
@@ -29,14 +27,32 @@ from .isa import can_run
 class Int8Gemm:
     """One int8 GEMM op's call on the path ``isa``."""
 
-    def __init__(self, op: tsr.IntMmOp | tsr.ScaledIntMmOp, isa: str, freezing: bool = False):
+    def __init__(self, op: Any, isa: str, freezing: bool = False):
+        from xdsl.dialects.builtin import i8
+
+        from tessera.dialects.tsr.shapes import elem_of
+
         self.isa = isa if can_run(isa) else None
         a_signed = elem_of(op.lhs.type) == i8
-        self.weight = PackedWeight(lambda b: pack_b_kernel(b.contiguous(), isa, a_signed), freezing)
-        self._reference = lambda *xs, op=op: IMPLS[type(op)](op, REFERENCE_CPU, *xs)
+        self.weight = PackedWeight(functools.partial(_pack_b, isa=isa, a_signed=a_signed), freezing)
         self.__name__ = "tessera_int8_gemm"
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
         if self.isa is None or a.device.type != "cpu":
-            return self._reference(a, b, *epilogue)
+            return _reference(a, b, *epilogue)
         return int8_mm(a.contiguous(), self.weight(b), *epilogue, isa=self.isa)
+
+
+def _pack_b(b: torch.Tensor, isa: str, a_signed: bool):
+    return pack_b_kernel(b.contiguous(), isa, a_signed)
+
+
+def _reference(a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
+    """``tsr.int_mm`` (no epilogue) or ``tsr.scaled_int_mm`` (scales, then an optional
+    bias) through ATen: their reference semantics."""
+    y = torch._int_mm(a, b)
+    if not epilogue:
+        return y
+    a_scale, b_scale, *bias = epilogue
+    y = y.to(torch.float32) * a_scale[:, None] * b_scale[None, :]
+    return y + bias[0] if bias else y

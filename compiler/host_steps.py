@@ -1,0 +1,235 @@
+"""The callables of a host program's ``Call`` steps (``host_program.py``): plain
+objects holding what they read of their op, with no IR, so that a program
+pickles whole (the graph cache stores it: ``host_plan.py``) and runs in a
+process that never loads xDSL.
+
+    Constant(t)()                                  # a dense tsr.constant
+    PlacedCall(fn, 3, {2: 1.0}, placements, ...)   # fn's results stored in the layouts their types name
+    View("permute", (0, 2, 3, 1))(x)               # the reference semantics of an op left on the host
+    AtenCall("aten.max_pool2d.default", (Operand(0), [3, 3]), {}, True)(x)
+    IrOp(text, "cpu")(x, ...)                      # any other op: its IR, parsed on first use
+
+and :class:`HostProgram`, the program they are steps of.
+
+``host_program.bind_reference`` makes them from ops.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from tessera.dialects.polyphase import PolyphaseDim, polyphase_weight
+from tessera.runtime import layouts
+from tessera.runtime.layouts import Placement
+from tessera.runtime.program import Program
+
+from .report import GraphReport
+from .weight_cache import PerVersion
+
+
+@dataclass
+class HostProgram:
+    """A graph's program (``host_program.build_host_program``), what it reports, and
+    the placements of its inputs (None: not a tensor)."""
+
+    program: Program
+    inputs: tuple[Placement | None, ...]
+    report: GraphReport = field(default_factory=lambda: GraphReport("forward"))
+    layout_fixups: list[str] = field(default_factory=list)
+
+    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+        return self.program.run(*tensors)
+
+
+class Constant:
+    """A dense constant's tensor, built once when the program is built."""
+
+    __name__ = "tsr.constant"
+
+    def __init__(self, value: torch.Tensor):
+        self.value = value
+
+    def __call__(self) -> torch.Tensor:
+        return self.value
+
+
+def fresh_copy(t: torch.Tensor) -> torch.Tensor:
+    """A returned constant, copied on each run: a caller that writes to its
+    result does not change the next one."""
+    return t.clone()
+
+
+class PlacedCall:
+    """``fn`` on an op's operands (the scalar ones bound in place: ``fixed``, by
+    position among ``arity``), each result stored in the placement its type names
+    (None: not a tensor). A result in another layout is copied into its own and
+    noted in ``fixups`` (``HostProgram.layout_fixups``: the layout passes should leave none)."""
+
+    def __init__(self, fn: Callable, name: str, arity: int, fixed: dict[int, Any],
+                 placements: Sequence[Placement | None], where: str, fixups: list[str]):
+        self.fn, self.__name__, self.arity, self.fixed = fn, name, arity, fixed
+        self.placements, self.where, self.fixups = tuple(placements), where, fixups
+
+    def __call__(self, *tensors: Any) -> list:
+        if self.fixed:
+            it = iter(tensors)
+            tensors = tuple(self.fixed[i] if i in self.fixed else next(it) for i in range(self.arity))
+        out = self.fn(*tensors)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        placed = []
+        for t, placement in zip(outs, self.placements):
+            if placement is not None and not placement.holds(t):
+                self.fixups.append(self.where)
+                t = layouts.in_layout(t, placement)
+            placed.append(t)
+        return placed
+
+
+class PreparedWeights:
+    """The steps that prepare weights from parameters alone (``weight_preparation``)
+    as one step: with ``freezing`` run again only when those parameters change
+    (:class:`PerVersion`), else on every call."""
+
+    __name__ = "prepare_weights"
+
+    def __init__(self, program: Program, freezing: bool):
+        self.program, self.freezing = program, freezing
+        self._cached = PerVersion(program.run, freezing)
+
+    def __call__(self, *params: torch.Tensor) -> list[torch.Tensor]:
+        return self._cached(*params)
+
+    def __reduce__(self) -> tuple:
+        return PreparedWeights, (self.program, self.freezing)  # stored without the prepared values
+
+
+# -- the reference semantics of ops left on the host ---------------------------------------
+@dataclass(frozen=True)
+class Torch:
+    """An op that is one torch function of its operands (``tsr.matmul``: ``torch.mm``)."""
+
+    fn: Callable[..., Any]
+
+    def __call__(self, *xs: Any) -> Any:
+        return self.fn(*xs)
+
+
+def identity(x: torch.Tensor) -> torch.Tensor:
+    """``tsr.convert``/``tsr.relayout`` on the host: the result's placement does the work."""
+    return x
+
+
+@dataclass(frozen=True)
+class View:
+    """A view op as the tensor method it is: ``tsr.permute`` (``permute``, its dims),
+    ``tsr.reshape`` (``reshape``, the result's shape), ``tsr.expand`` (``expand``)."""
+
+    method: str
+    arg: tuple[int, ...]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return getattr(x, self.method)(self.arg)
+
+
+@dataclass(frozen=True)
+class Slice:
+    dim: int
+    start: int
+    end: int
+    step: int
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        index = [slice(None)] * x.dim()
+        index[self.dim] = slice(self.start, self.end, self.step)
+        return x[tuple(index)]
+
+
+@dataclass(frozen=True)
+class Concat:
+    dim: int
+
+    def __call__(self, *xs: torch.Tensor) -> torch.Tensor:
+        return torch.cat(xs, dim=self.dim)
+
+
+@dataclass(frozen=True)
+class PolyphaseWeight:
+    """``tsr.polyphase_weight``: its dims' (scale, kernel, padding)."""
+
+    dims: tuple[PolyphaseDim, ...]
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        return polyphase_weight(self.dims, w)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Where a ``tsr.aten_call``'s argument is its ``index``-th operand (``#tsr.operand<i>``)."""
+
+    index: int
+
+
+class AtenCall:
+    """``tsr.aten_call``: the ATen op named ``callee`` on its decoded arguments, the
+    operands put in place of each :class:`Operand`; ``single``: one result (else a tuple)."""
+
+    def __init__(self, callee: str, args: Any, kwargs: dict[str, Any], single: bool):
+        self.callee, self.args, self.kwargs, self.single = callee, args, kwargs, single
+        self.__name__ = callee
+
+    @functools.cached_property
+    def _fn(self) -> Any:
+        namespace, op, overload = self.callee.split(".")
+        return getattr(getattr(getattr(torch.ops, namespace), op), overload)
+
+    def __call__(self, *operands: Any) -> Any:
+        out = self._fn(*_filled(self.args, operands), **{k: _filled(v, operands) for k, v in self.kwargs.items()})
+        return out if self.single else tuple(out)
+
+    def __reduce__(self) -> tuple:
+        return AtenCall, (self.callee, self.args, self.kwargs, self.single)  # an OpOverload does not pickle
+
+
+def _filled(value: Any, operands: Sequence[Any]) -> Any:
+    if isinstance(value, Operand):
+        return operands[value.index]
+    if isinstance(value, list):
+        return [_filled(v, operands) for v in value]
+    return value
+
+
+class IrOp:
+    """Any other op: its reference semantics (``interpreter.impls``) on the op
+    itself, kept as the text of a one-op function and parsed on first use (the
+    only step that loads the IR when a program comes from the graph cache)."""
+
+    def __init__(self, text: str, device: str):
+        self.text, self.device = text, device
+        self.__name__ = "tsr op"
+
+    @functools.cached_property
+    def _run(self) -> Callable[..., Any]:
+        import types
+
+        from .interpreter import find_function
+        from .interpreter.impls import IMPLS
+        from .ir_io import parse_module
+
+        fn = find_function(parse_module(self.text, "<host op>"), "op")
+        op = fn.body.block.ops.first
+        if op is None:
+            raise ValueError("a stored host op has no op")
+        env = types.SimpleNamespace(device=torch.device(self.device))
+        impl = IMPLS[type(op)]
+        return lambda *xs: impl(op, env, *xs)
+
+    def __call__(self, *xs: Any) -> Any:
+        return self._run(*xs)
+
+    def __reduce__(self) -> tuple:
+        return IrOp, (self.text, self.device)
