@@ -17,13 +17,22 @@ from xdsl.dialects.builtin import TensorType
 
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of, strides_for
+from tessera.dialects.tsr.shapes import DYNAMIC
 from tessera.runtime import layouts
 from tessera.runtime.layouts import Placement
+
+from .errors import TesseraError
+
+
+class DynamicPlacement(TesseraError):
+    """A type with a dynamic dim has no placement until its sizes are known."""
 
 
 @functools.lru_cache(maxsize=4096)
 def placement_of(ttype: TensorType) -> Placement:
     shape = tuple(ttype.get_shape())
+    if DYNAMIC in shape:
+        raise DynamicPlacement(f"{ttype} has dynamic dims: its strides are known at run time only")
     return Placement(dtypes.to_torch(ttype.get_element_type()), shape, strides_for(shape, layout_of(ttype)))
 
 

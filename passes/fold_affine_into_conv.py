@@ -40,9 +40,16 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import reads_only_arguments
-from tessera.dialects.tsr.shapes import elem_of, numel, shape_of
+from tessera.dialects.tsr.shapes import elem_of, is_static, numel, shape_of
 
 _FOLDABLE = (tsr.MulOp, tsr.AddOp, tsr.SubOp)
+
+
+def _outweighs(conv: tsr.ConvOp) -> bool:
+    """The conv's weight has more elements than its output (folding it per call would
+    cost more than the affine it saves); an output of dynamic size is taken as larger."""
+    out = shape_of(conv.result.type)
+    return is_static(out) and numel(shape_of(conv.weight.type)) > numel(out)
 
 
 def _per_channel(v: SSAValue, out_shape: tuple[int, ...]) -> bool:
@@ -69,7 +76,7 @@ class FoldAffineIntoConvPattern(RewritePattern):
                 or (isinstance(op, tsr.SubOp) and conv.result is not lhs) or other is conv.result
                 or op.results[0].type != conv.result.type or elem_of(conv.result.type) != f32
                 or not _per_channel(other, shape_of(conv.result.type)) or not reads_only_arguments(other)
-                or self.per_call and numel(shape_of(conv.weight.type)) > numel(shape_of(conv.result.type))):
+                or self.per_call and _outweighs(conv)):
             return
         cout = shape_of(conv.weight.type)[0]
         new: list[Operation] = []

@@ -38,7 +38,7 @@ from xdsl.pattern_rewriter import (
 
 from tessera.dialects import tsr
 from tessera.dialects.polyphase import PolyphaseDim
-from tessera.dialects.tsr.shapes import elem_of, i64_array, ints, numel, shape_of
+from tessera.dialects.tsr.shapes import elem_of, i64_array, ints, is_static, numel, shape_of
 
 MAX_FLOP_RATIO = 0.8
 
@@ -49,6 +49,8 @@ def _tensor(shape, like: TensorType) -> TensorType:
 
 
 def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp) -> list[PolyphaseDim] | None:
+    if not is_static(shape_of(up.input.type)) or not is_static(shape_of(conv.result.type)):
+        return None  # the phases' pads and the cost model are sized: dynamic sizes keep the upsample
     repeats = up.repeats()
     if repeats is None or all(r == 1 for r in repeats) or conv.groups.value.data != 1:
         return None

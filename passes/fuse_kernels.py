@@ -66,7 +66,7 @@ from tessera.dialects.diagnostics import TesseraError
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
-from tessera.dialects.tsr.shapes import ints, shape_of
+from tessera.dialects.tsr.shapes import ints, is_static, shape_of
 
 
 class FusionError(TesseraError):
@@ -145,6 +145,8 @@ def is_view(op: Operation) -> bool:
         return False
     src, dst = op.input.type, op.result.type
     in_shape, out_shape = shape_of(src), shape_of(dst)
+    if not is_static(in_shape) or not is_static(out_shape):
+        return False  # strides known at run time only: a copy
     in_strides = strides_for(in_shape, layout_of(src))
     if isinstance(op, tsr.ReshapeOp):
         got = _view_strides(in_shape, in_strides, out_shape)

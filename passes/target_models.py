@@ -46,11 +46,12 @@ and 2.4 ms through ATen's NCHW call, at 2x2 (1152) 8.0 against 0.8 ms; at ratios
 
 
 def weight_bound(conv: Any) -> bool:
-    """Whether packing ``conv``'s weight per call outweighs the conv (:data:`PER_CALL_WEIGHT_BOUND`)."""
-    from tessera.dialects.tsr.shapes import shape_of
+    """Whether packing ``conv``'s weight per call outweighs the conv (:data:`PER_CALL_WEIGHT_BOUND`).
+    An output of dynamic size is taken as not: its spatial sizes are an image's, not known to be small."""
+    from tessera.dialects.tsr.shapes import is_static, shape_of
 
     weight, out = shape_of(conv.weight.type), shape_of(conv.result.type)
-    return math.prod(weight) > PER_CALL_WEIGHT_BOUND * math.prod(out)
+    return is_static(out) and math.prod(weight) > PER_CALL_WEIGHT_BOUND * math.prod(out)
 
 
 @dataclass(frozen=True)

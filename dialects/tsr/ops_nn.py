@@ -37,16 +37,21 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import dtypes
 from .shapes import (
+    DYNAMIC,
     I64Array,
     broadcast_shapes,
     check_values_layouts,
+    dim_of,
     elem_of,
     expect_rank,
     expect_same_elem,
     expect_shape,
     ints,
+    is_static,
     normalize_dims,
+    same_dim,
     shape_of,
+    show,
 )
 
 F64Array = DenseArrayBase.constr(f64)
@@ -133,6 +138,10 @@ class ConvOp(IRDLOperation):
         expect_rank(self.input.type, (3, 4, 5), "input")
         if len(w) != len(x):
             raise VerifyException(f"weight rank {len(w)} differs from input rank {len(x)}")
+        if x[1] == DYNAMIC:
+            raise VerifyException(f"input channels must be static, got {self.input.type}")
+        if not is_static(w):
+            raise VerifyException(f"the weight's shape must be static, got {self.weight.type}")
         nsp = len(x) - 2
         stride, padding, dilation = ints(self.stride), ints(self.padding), ints(self.dilation)
         for nm, arr in (("stride", stride), ("padding", padding), ("dilation", dilation)):
@@ -152,8 +161,8 @@ class ConvOp(IRDLOperation):
             expect_shape(shape_of(self.bias.type), [w[0]], "bias")
         out = [x[0], w[0]]
         for i in range(nsp):
-            o = (x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1
-            if o < 1:
+            o = dim_of(lambda n, i=i: (n + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1, x[2 + i])
+            if o != DYNAMIC and o < 1:
                 raise VerifyException(f"kernel does not fit spatial dim {i}: output size {o}")
             out.append(o)
         expect_shape(shape_of(self.result.type), out, "result")
@@ -243,9 +252,9 @@ def _matmul_shape(op: IRDLOperation, lhs, rhs, batched: bool = False) -> list[in
     expect_rank(lhs.type, (rank,), "lhs")
     expect_rank(rhs.type, (rank,), "rhs")
     a, b = shape_of(lhs.type), shape_of(rhs.type)
-    if a[-1] != b[-2] or a[:-2] != b[:-2]:
+    if not same_dim(a[-1], b[-2]) or not all(same_dim(p, q) for p, q in zip(a[:-2], b[:-2])):
         what = "batch or contraction" if batched else "contraction"
-        raise VerifyException(f"{what} sizes differ: {list(a)} x {list(b)}")
+        raise VerifyException(f"{what} sizes differ: {show(a)} x {show(b)}")
     return [*a[:-1], b[-1]]
 
 
@@ -312,8 +321,9 @@ class AddmmOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts(list(self.operands) + [self.result], self.name)
         out = tuple(_matmul_shape(self, self.lhs, self.rhs))
-        if broadcast_shapes(shape_of(self.bias.type), out) != out:
-            raise VerifyException(f"bias of shape {list(shape_of(self.bias.type))} does not broadcast to {list(out)}")
+        bias = broadcast_shapes(shape_of(self.bias.type), out)
+        if len(bias) != len(out) or not all(same_dim(a, b) for a, b in zip(bias, out)):
+            raise VerifyException(f"bias of shape {show(shape_of(self.bias.type))} does not broadcast to {show(out)}")
         expect_shape(shape_of(self.result.type), out, "result")
         _check_float_or_same(self, self.lhs, self.rhs, self.result)
         expect_same_elem(self.bias.type, self.result.type, self.name)
@@ -453,8 +463,8 @@ class UpsampleOp(IRDLOperation):
             raise VerifyException("bilinear upsampling is 2-D (rank-4 input)")
         if mode == "nearest" and self.align_corners is not None:
             raise VerifyException("align_corners applies to bilinear mode only")
-        if len(y) != len(x) or y[:2] != x[:2]:
-            raise VerifyException(f"result {list(y)} must keep batch and channels of {list(x)}")
+        if len(y) != len(x) or not all(same_dim(a, b) for a, b in zip(y[:2], x[:2])):
+            raise VerifyException(f"result {show(y)} must keep batch and channels of {show(x)}")
         if self.scales is not None and len(self.scales.get_values()) != len(x) - 2:
             raise VerifyException(f"scales needs {len(x) - 2} entries")
         expect_same_elem(self.input.type, self.result.type, self.name)

@@ -40,7 +40,21 @@ from xdsl.utils.exceptions import VerifyException
 
 from tessera.dialects.polyphase import PolyphaseDim
 
-from .shapes import I64Array, check_values_layouts, expect_rank, expect_same_elem, expect_shape, ints, numel, shape_of
+from .shapes import (
+    DYNAMIC,
+    I64Array,
+    check_values_layouts,
+    expect_rank,
+    expect_same_elem,
+    expect_shape,
+    ints,
+    is_static,
+    numel,
+    same_dim,
+    shape_of,
+    show,
+    show_dim,
+)
 
 
 @irdl_op_definition
@@ -70,6 +84,8 @@ class PolyphaseWeightOp(IRDLOperation):
         check_values_layouts([self.input, self.result], self.name)
         expect_rank(self.input.type, (3, 4, 5), "weight")
         w = shape_of(self.input.type)
+        if not is_static(w):
+            raise VerifyException(f"the weight's shape must be static, got {self.input.type}")
         for what, arr in (("scales", self.scales), ("padding", self.padding)):
             if len(ints(arr)) != len(w) - 2:
                 raise VerifyException(f"{what} needs {len(w) - 2} entries")
@@ -119,13 +135,17 @@ class PolyphaseInterleaveOp(IRDLOperation):
         if len(ints(self.shifts)) != sum(scales):
             raise VerifyException(f"shifts needs {sum(scales)} entries (one per phase of each dim)")
         phases = numel(scales)
+        if x[1] == DYNAMIC:
+            raise VerifyException(f"input channels must be static, got {self.input.type}")
         if x[1] % phases:
             raise VerifyException(f"{x[1]} input channels do not split into {phases} phases")
         expect_same_elem(self.input.type, self.result.type, self.name)
-        if len(y) != len(x) or y[0] != x[0] or y[1] != x[1] // phases:
-            raise VerifyException(f"result {list(y)} must be batch {x[0]}, {x[1] // phases} channels")
+        if len(y) != len(x) or not same_dim(y[0], x[0]) or y[1] != x[1] // phases:
+            raise VerifyException(f"result {show(y)} must be batch {show_dim(x[0])}, {x[1] // phases} channels")
         for d, (s, shifts) in enumerate(zip(scales, self.dim_shifts())):
             n, q = y[2 + d], x[2 + d]
+            if DYNAMIC in (n, q):
+                continue  # checked when the sizes are known
             if n % s:
                 raise VerifyException(f"result dim {2 + d} ({n}) is not a multiple of its scale {s}")
             if min(shifts) < 0 or n // s - 1 + max(shifts) >= q:

@@ -20,14 +20,20 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import dtypes
 from .shapes import (
+    DYNAMIC,
     I64Array,
     check_values_layouts,
+    dim_of,
     expect_same_elem,
     expect_shape,
     ints,
+    is_static,
     normalize_dims,
     numel,
+    same_dim,
     shape_of,
+    show,
+    show_dim,
 )
 
 
@@ -60,8 +66,8 @@ class PadOp(IRDLOperation):
         low, high = ints(self.low), ints(self.high)
         if len(low) != len(shape) or len(high) != len(shape):
             raise VerifyException(f"low/high need {len(shape)} entries, got {len(low)}/{len(high)}")
-        out = [s + lo + hi for s, lo, hi in zip(shape, low, high)]
-        if any(d < 0 for d in out):
+        out = [dim_of(lambda n, lo=lo, hi=hi: n + lo + hi, s) for s, lo, hi in zip(shape, low, high)]
+        if any(d < 0 and d != DYNAMIC for d in out):
             raise VerifyException(f"padding crops below zero: result shape would be {out}")
         expect_shape(shape_of(self.result.type), out, "result")
         expect_same_elem(self.input.type, self.result.type, "pad")
@@ -108,8 +114,12 @@ class ReshapeOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], "reshape")
         a, b = shape_of(self.input.type), shape_of(self.result.type)
-        if numel(a) != numel(b):
-            raise VerifyException(f"cannot reshape {list(a)} ({numel(a)} elements) to {list(b)} ({numel(b)})")
+        if is_static(a) and is_static(b) and numel(a) != numel(b):
+            raise VerifyException(f"cannot reshape {show(a)} ({numel(a)} elements) to {show(b)} ({numel(b)})")
+        for x, y in ((a, b), (b, a)):  # a static side's elements fill the other's known dims a whole number of times
+            if is_static(x) and not is_static(y) and numel(y) and numel(x) % numel(y):
+                raise VerifyException(f"cannot reshape {show(a)} to {show(b)}: {numel(x)} elements are not "
+                                      f"a multiple of {numel(y)}")
         expect_same_elem(self.input.type, self.result.type, "reshape")
 
 
@@ -129,8 +139,8 @@ class ExpandOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], "expand")
         a, b = shape_of(self.input.type), shape_of(self.result.type)
-        if len(a) > len(b) or any(x != 1 and x != y for x, y in zip(a, b[len(b) - len(a):])):
-            raise VerifyException(f"cannot expand {list(a)} to {list(b)}")
+        if len(a) > len(b) or any(x != 1 and not same_dim(x, y) for x, y in zip(a, b[len(b) - len(a):])):
+            raise VerifyException(f"cannot expand {show(a)} to {show(b)}")
         expect_same_elem(self.input.type, self.result.type, "expand")
 
 
@@ -162,8 +172,8 @@ class SliceOp(IRDLOperation):
         start, end, step = self.start.value.data, self.end.value.data, self.step.value.data
         if step < 1:
             raise VerifyException(f"step must be positive, got {step}")
-        if not 0 <= start <= end <= shape[dim]:
-            raise VerifyException(f"need 0 <= start <= end <= {shape[dim]}, got start={start} end={end}")
+        if not 0 <= start <= end or shape[dim] != DYNAMIC and end > shape[dim]:
+            raise VerifyException(f"need 0 <= start <= end <= {show_dim(shape[dim])}, got start={start} end={end}")
         out = list(shape)
         out[dim] = (end - start + step - 1) // step
         expect_shape(shape_of(self.result.type), out, "result")
@@ -197,10 +207,10 @@ class ConcatOp(IRDLOperation):
         total = 0
         for i, v in enumerate(self.inputs):
             s = shape_of(v.type)
-            if len(s) != len(first) or any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != dim):
-                raise VerifyException(f"operand #{i} of shape {list(s)} does not match {list(first)} outside dim {dim}")
+            if len(s) != len(first) or any(not same_dim(a, b) for k, (a, b) in enumerate(zip(s, first)) if k != dim):
+                raise VerifyException(f"operand #{i} of shape {show(s)} does not match {show(first)} outside dim {dim}")
             expect_same_elem(v.type, self.result.type, f"operand #{i}")
-            total += s[dim]
+            total = dim_of(lambda t, n: t + n, total, s[dim])
         out = list(first)
         out[dim] = total
         expect_shape(shape_of(self.result.type), out, "result")

@@ -492,3 +492,25 @@ def test_example_models_lower_and_run(name):
     module, gm = model_graph(name)
     program = check_lowering("", module=module, seeds=(0,), inputs=lambda seed: placeholder_inputs(gm, seed), rtol=1e-4)
     assert all(not isinstance(op, tsr.FusedOp) for op in program.host.walk())
+
+
+def test_dynamic_dims_stop_at_the_kernel_stage_with_a_location():
+    """The graph and fusion passes take dynamic dims (``?``); kernels are generated for
+    static sizes only, so the kernel stage names the op and its line, and the
+    placements of such a type say why they have no strides."""
+    from tessera.compiler.placements import DynamicPlacement, placement_of
+    from tessera.compiler.stages import fuse_kernels, lower_kernels
+
+    text = (
+        "func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {\n"
+        "  %y = tsr.exp %x : (tensor<?x8xf32>) -> tensor<?x8xf32>\n"
+        "  func.return %y : tensor<?x8xf32>\n"
+        "}\n"
+    )
+    module = parse(text)
+    fused = fuse_kernels(module, "x86")
+    with pytest.raises(LoweringError, match=r"'tsr.exp' has dynamic dims \(tensor<\?x8xf32>\)") as err:
+        lower_kernels(fused, "x86")
+    assert err.value.location is not None and err.value.location.line == 2
+    with pytest.raises(DynamicPlacement, match="known at run time"):
+        placement_of(module.body.block.ops.first.args[0].type)

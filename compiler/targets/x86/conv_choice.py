@@ -61,8 +61,10 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     (``weight_bound``) goes to the library, which reads the plain weight."""
     from xdsl.dialects.builtin import f32
 
-    from tessera.dialects.tsr.shapes import elem_of
+    from tessera.dialects.tsr.shapes import elem_of, is_static
 
+    if not is_static(op.input.type.get_shape()):
+        return None  # the kernel is built for static sizes (its spec)
     rank = len(op.input.type.get_shape())
     layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
     if None in layouts or not all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result)):

@@ -45,13 +45,6 @@ func.func @negative_dim(%x: tensor<4x8xf32, #tsr.layout<[-1, 0]>>) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op block argument #0: dynamic or negative dims are not supported}}
-func.func @dynamic_dim(%x: tensor<?x8xf32>) {
-  func.return
-}
-
-// -----
-
 func.func @layout_rank_on_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32, #tsr.layout<nchw>> {
   // expected-error @+1 {{'tsr.relayout' op relayout #1: layout of rank 4 on a rank-2 tensor}}
   %0 = tsr.relayout %x : (tensor<4x8xf32>) -> tensor<4x8xf32, #tsr.layout<nchw>>
