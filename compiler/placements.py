@@ -41,10 +41,22 @@ def allocate(ttype: TensorType, device: torch.device | str = "cpu") -> torch.Ten
     return layouts.allocate(placement_of(ttype), device)
 
 
+def placement_holding(ttype: TensorType, t: torch.Tensor) -> Placement:
+    """The placement of ``ttype`` for the tensor ``t`` it is to hold: a dynamic
+    dim takes ``t``'s size (as broadcast to ``ttype``'s rank)."""
+    shape = ttype.get_shape()
+    if DYNAMIC not in shape:
+        return placement_of(ttype)
+    given = (1,) * (len(shape) - t.dim()) + tuple(t.shape)
+    sizes = tuple(g if d == DYNAMIC else d for d, g in zip(shape, given))
+    return Placement(dtypes.to_torch(ttype.get_element_type()), sizes, strides_for(sizes, layout_of(ttype)))
+
+
 def is_in_layout(t: torch.Tensor, ttype: TensorType) -> bool:
-    return placement_of(ttype).holds(t)
+    return placement_holding(ttype, t).holds(t)
 
 
 def in_layout(t: torch.Tensor, ttype: TensorType) -> torch.Tensor:
-    """``t`` (broadcast to and) stored as ``ttype`` says; copies only if needed."""
-    return layouts.in_layout(t, placement_of(ttype))
+    """``t`` (broadcast to and) stored as ``ttype`` says; copies only if needed.
+    A dynamic dim is the size ``t`` has there."""
+    return layouts.in_layout(t, placement_holding(ttype, t))

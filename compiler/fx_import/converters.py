@@ -532,6 +532,8 @@ def _batch_norm(imp, node, x, weight, bias, mean, var, momentum, eps):
     if any(u.target is not getitem or u.args[1] != 0 for u in node.users):
         raise NotConvertible("the saved statistics are read")
     xv = node.args[0].meta["val"]
+    if not isinstance(xv.shape[1], int):
+        raise NotConvertible("BatchNorm over a symbolic number of channels")
     out_t = tensor_type(node.meta["val"][0])
     compute = torch.float32 if xv.dtype in (torch.float16, torch.bfloat16) else xv.dtype
     channel = [xv.shape[1]] + [1] * (xv.dim() - 2)
@@ -554,7 +556,7 @@ def _batch_norm(imp, node, x, weight, bias, mean, var, momentum, eps):
     inv = op(tsr.ReciprocalOp, [op(tsr.SqrtOp, [op(tsr.AddOp, [v, imp.scalar(float(eps))], compute, flat, [0])],
                                    compute, flat, [0])], compute, flat, [0])
     inv = op(tsr.ReshapeOp, [inv], compute, channel, list(range(len(channel))))
-    shape, layout = list(xv.shape), layout_of(out_t)
+    shape, layout = list(out_t.get_shape()), layout_of(out_t)
     y = op(tsr.SubOp, [imp.operand(x), per_channel(mean, compute)], compute, shape, layout)
     y = op(tsr.MulOp, [y, inv], compute, shape, layout)
     dtype = compute

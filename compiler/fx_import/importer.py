@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 import torch.fx
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
@@ -103,8 +103,8 @@ class FxImporter:
     def run(self) -> ImportResult:
         arg_types = []
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
-        for n in placeholders:
-            arg_types.append(tensor_type(n.meta.get("val")))
+        for n in placeholders:  # tensors, and the sizes of a graph with symbolic ones (i64)
+            arg_types.append(value_type(n.meta.get("val")))
         self.block = Block(arg_types=arg_types)
         for n, arg in zip(placeholders, self.block.args):
             arg.name_hint = _ssa_name(n.name)
@@ -136,6 +136,8 @@ class FxImporter:
         if target is operator.getitem:
             src, idx = node.args
             return self.values[src][idx]
+        if target in _SIZE_ARITH:
+            return self._size_arith(node)
         if target is torch.ops.higher_order.with_effects:
             return self._with_effects(node)
         if _touches_complex(node):  # no tsr op computes complex numbers
@@ -149,6 +151,18 @@ class FxImporter:
         if not isinstance(target, torch._ops.OpOverload):
             raise ImportFailure(f"cannot import call of {target} ({node.name})")
         return self.aten_call(node)
+
+    def _size_arith(self, node: torch.fx.Node) -> SSAValue:
+        """Arithmetic on the graph's sizes (``s0 * 2``) as ``arith`` ops on ``i64``.
+
+            %mul = arith.muli %s0, %c2 : i64"""
+        a, b = (self.operand(v) if isinstance(v, torch.fx.Node) else self._size(v) for v in node.args)
+        return self.emit(_SIZE_ARITH[node.target](a, b), node.name).results[0]
+
+    def _size(self, v: int) -> SSAValue:
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ImportFailure(f"size arithmetic on {v!r}")
+        return self.emit(arith.ConstantOp(IntegerAttr(v, i64))).results[0]
 
     def _with_effects(self, node: torch.fx.Node) -> list:
         """``with_effects(token, op, *args)``: AOTAutograd's ordering of an op with
@@ -209,6 +223,11 @@ class FxImporter:
             raise ImportFailure(f"constant {node.target} has no elements")
         attr = DenseIntOrFPElementsAttr.from_list(ttype, data.tolist())
         return self.emit(ConstantOp(attr), node.name).results[0]
+
+
+_SIZE_ARITH = {operator.mul: arith.MuliOp, operator.add: arith.AddiOp, operator.sub: arith.SubiOp,
+               operator.floordiv: arith.FloorDivSIOp}
+"""The arithmetic of symbolic sizes that AOTAutograd's graphs carry, as ``arith`` ops on ``i64``."""
 
 
 def import_graph(gm: torch.fx.GraphModule, name: str = "forward") -> ImportResult:

@@ -2,6 +2,10 @@
 
     tensor_type(FakeTensor(1, 8, 4, 4, channels-last strides))
         == tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+    tensor_type(FakeTensor(s0, 8, s1, s1, contiguous))      # symbolic sizes: dynamic dims
+        == tensor<?x8x?x?xf32>
+    value_type(s0)                                          # a size of the graph
+        == i64
 """
 
 from __future__ import annotations
@@ -9,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import NoneType, TensorType
+from xdsl.dialects.builtin import NoneType, TensorType, i64
 from xdsl.ir import Attribute
 
 from tessera.dialects.tsr import LayoutAttr, dtypes
-from tessera.dialects.tsr.layout import perm_from_strides
+from tessera.dialects.tsr.layout import channels_last, identity, perm_from_strides
+from tessera.dialects.tsr.shapes import DYNAMIC
 
 from ..errors import ImportFailure
 
@@ -22,13 +27,9 @@ def tensor_type(val: Any) -> TensorType:
     """The ``tsr`` type of a (fake) tensor: shape, dtype and layout from strides."""
     if not isinstance(val, torch.Tensor):
         raise ImportFailure(f"expected a tensor, got {type(val).__name__}")
-    shape = []
-    for s in val.shape:
-        if not isinstance(s, int):
-            raise ImportFailure(f"symbolic size {s}: a graph is imported per size class (size_specialization.py)")
-        shape.append(s)
+    shape = [s if isinstance(s, int) else DYNAMIC for s in val.shape]
     strides = val.stride() if val.layout == torch.strided else None
-    perm = perm_from_strides(shape, strides) if strides is not None else tuple(range(len(shape)))
+    perm = _dim_order(val, shape, strides) if strides is not None else tuple(range(len(shape)))
     try:
         elem = dtypes.to_mlir(val.dtype)
     except dtypes.UnsupportedDtype as e:
@@ -36,5 +37,25 @@ def tensor_type(val: Any) -> TensorType:
     return TensorType(elem, shape, LayoutAttr(perm))
 
 
+def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
+    """The dim order of strides that may be symbolic: a contiguous or channels-last
+    tensor's, read from ``is_contiguous`` where the strides are not numbers."""
+    if all(isinstance(s, int) for s in strides) and DYNAMIC not in shape:
+        return perm_from_strides(shape, strides)
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known  # adds no guard
+
+    rank = len(shape)
+    if known(val.is_contiguous()):
+        return identity(rank)
+    if rank in (4, 5) and known(val.is_contiguous(memory_format=torch.channels_last if rank == 4
+                                                  else torch.channels_last_3d)):
+        return channels_last(rank)
+    raise ImportFailure(f"symbolic strides {tuple(strides)} that are neither contiguous nor channels-last")
+
+
 def value_type(val: Any) -> Attribute:
-    return NoneType() if val is None else tensor_type(val)
+    if val is None:
+        return NoneType()
+    if isinstance(val, (torch.SymInt, int)) and not isinstance(val, bool):
+        return i64
+    return tensor_type(val)

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
 
 from tessera.compiler.placements import in_layout
+from tessera.dialects.tsr.shapes import same_dim, show
 
 from ..errors import TesseraError
 from ..ir_io import op_location
@@ -47,8 +48,12 @@ class Interpreter:
             self.device = inputs[0].device
         env: dict[SSAValue, Any] = {}
         for a, x in zip(args, inputs):
-            if not isinstance(x, torch.Tensor) or tuple(x.shape) != a.type.get_shape():
-                raise InterpreterError(f"input {a.name_hint or a.index} expects shape {list(a.type.get_shape())}")
+            if not isinstance(a.type, TensorType):  # a size (a SymInt of the graph): a Python int
+                env[a] = x
+                continue
+            if not isinstance(x, torch.Tensor) or x.dim() != len(a.type.get_shape()) or not all(
+                    same_dim(n, d) for n, d in zip(x.shape, a.type.get_shape())):
+                raise InterpreterError(f"input {a.name_hint or a.index} expects shape {show(a.type.get_shape())}")
             env[a] = in_layout(x, a.type)
         for op in self.fn.body.block.ops:
             if isinstance(op, func.ReturnOp):

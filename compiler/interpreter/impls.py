@@ -13,13 +13,14 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, i1
 from xdsl.ir import Operation
 
 from tessera.dialects import tsr
 from tessera.dialects.polyphase import polyphase_weight
 from tessera.dialects.tsr import dtypes
-from tessera.dialects.tsr.shapes import ints, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, ints, shape_of
 
 from .. import aten_args
 from ..conv_epilogue import ConvEpilogue
@@ -66,6 +67,13 @@ for _cls, _fn in {
     tsr.RelayoutOp: lambda x: x,
 }.items():
     _simple(_cls, _fn)
+
+
+_SIZE_ARITH = {arith.MuliOp: lambda a, b: a * b, arith.AddiOp: lambda a, b: a + b,
+               arith.SubiOp: lambda a, b: a - b, arith.FloorDivSIOp: lambda a, b: a // b}
+for _cls, _fn in _SIZE_ARITH.items():  # the arithmetic of a graph's sizes (Python ints)
+    _simple(_cls, _fn)
+IMPLS[arith.ConstantOp] = lambda op, env: op.value.value.data
 
 
 def _tensor_pair(a: Any, b: Any, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -210,6 +218,7 @@ def _upsample(op, env, x):
     size = list(shape_of(op.result.type)[2:])
     nsp = len(size)
     scales = list(op.scales.get_values()) if op.scales is not None else [None] * nsp
+    size = [int(x.shape[2 + i] * scales[i]) if n == DYNAMIC else n for i, n in enumerate(size)]  # a dynamic size: n * scale
     if op.mode.data == "bilinear":
         align = bool(op.align_corners.value.data) if op.align_corners is not None else False
         return torch.ops.aten.upsample_bilinear2d.default(x, size, align, *scales)
