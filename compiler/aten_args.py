@@ -113,9 +113,3 @@ def decode(attr: Attribute, operands: Sequence[Any], device: torch.device | None
             return complex(float(re), float(im))
         return _ENUMS[v]
     return dtypes.to_torch(attr)
-
-
-def resolve_callee(name: str) -> torch._ops.OpOverload:
-    """``"aten.add.Tensor"`` -> ``torch.ops.aten.add.Tensor``."""
-    namespace, op, overload = name.split(".")
-    return getattr(getattr(getattr(torch.ops, namespace), op), overload)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from xdsl.dialects import func
@@ -39,31 +38,21 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from tessera.compiler.placements import in_layout, placement_of
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
-from tessera.dialects.tsr.shapes import ints, shape_of
 from tessera.runtime.layouts import Placement
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program, Step
 
-from . import aten_args
 from .errors import TesseraError
 from .host_steps import (
-    AtenCall,
-    Concat,
     Constant,
     HostProgram,
     IrOp,
-    Operand,
     PlacedCall,
-    PolyphaseWeight,
     PreparedWeights,
-    Slice,
-    Torch,
-    View,
     fresh_copy,
-    identity,
 )
 from .interpreter import find_function
-from .interpreter.impls import IMPLS, scalar_value
+from .interpreter.impls import BINDINGS, IMPLS, scalar_value
 from .ir_io import op_location, print_module
 from .library_calls import REFERENCE_CPU
 from .report import GraphReport
@@ -238,35 +227,15 @@ def _prepare_step(b: _Builder, ops: list[Operation], steps: list, device: torch.
     return Call(PreparedWeights(Program(tuple(steps), sources, outs, device), b.freezing), sources, outs)
 
 
-_VIEWS: dict[type, Callable[[Any], Callable]] = {
-    tsr.PermuteOp: lambda op: View("permute", tuple(ints(op.dims))),
-    tsr.ReshapeOp: lambda op: View("reshape", tuple(shape_of(op.result.type))),
-    tsr.ExpandOp: lambda op: View("expand", tuple(shape_of(op.result.type))),
-    tsr.SliceOp: lambda op: Slice(op.dim.value.data, op.start.value.data, op.end.value.data, op.step.value.data),
-    tsr.ConcatOp: lambda op: Concat(op.dim.value.data),
-    tsr.PolyphaseWeightOp: lambda op: PolyphaseWeight(tuple(op.dims())),
-}
-_TORCH_FNS: dict[type, Callable] = {tsr.MatmulOp: torch.mm, tsr.BmmOp: torch.bmm, tsr.IntMmOp: torch._int_mm,
-                                    tsr.AddmmOp: torch.addmm, tsr.ConvertOp: identity, tsr.RelayoutOp: identity}
-
-
 def bind_reference(op: Operation, device: torch.device) -> Callable:
     """``op``'s reference semantics as a callable holding what it reads of the op
-    (``host_steps``): picklable, and run with no IR. Ops without such a binding
-    keep their IR (:class:`IrOp`), parsed when first run from the graph cache.
+    (``impls.BINDINGS``: what the interpreter runs too): picklable, run with no IR.
+    An op without one keeps its IR (:class:`IrOp`), parsed when first run from the graph cache.
 
         %v = tsr.permute %x {dims = array<i64: 0, 2, 3, 1>}   ->  View("permute", (0, 2, 3, 1))
     """
-    if type(op) in _VIEWS:
-        return _VIEWS[type(op)](op)
-    if type(op) in _TORCH_FNS:
-        return Torch(_TORCH_FNS[type(op)])
-    if isinstance(op, tsr.AtenCallOp):
-        operands = [Operand(i) for i in range(len(op.operands))]
-        args = aten_args.decode(op.args, operands, device)
-        kwargs = {k: aten_args.decode(v, operands, device) for k, v in op.kwargs.data.items()} if op.kwargs else {}
-        return AtenCall(op.callee.data, args, kwargs, single=len(op.outs) == 1)
-    return IrOp(_one_op_module(op), str(device))
+    binder = BINDINGS.get(type(op))
+    return binder(op, device) if binder is not None else IrOp(_one_op_module(op), str(device))
 
 
 def _one_op_module(op: Operation) -> str:

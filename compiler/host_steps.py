@@ -11,7 +11,8 @@ process that never loads xDSL.
 
 and :class:`HostProgram`, the program they are steps of.
 
-``host_program.bind_reference`` makes them from ops.
+``interpreter.impls.BINDINGS`` makes them from ops: the interpreter runs the
+same callables.
 """
 
 from __future__ import annotations
@@ -120,8 +121,15 @@ class Torch:
 
 
 def identity(x: torch.Tensor) -> torch.Tensor:
-    """``tsr.convert``/``tsr.relayout`` on the host: the result's placement does the work."""
+    """``tsr.convert``/``tsr.relayout``: the result's placement does the work."""
     return x
+
+
+def scaled_int_mm(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_scale: torch.Tensor,
+                  bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``tsr.scaled_int_mm``: the exact int32 product, then its float32 epilogue."""
+    y = torch._int_mm(a, b).to(torch.float32) * a_scale[:, None] * b_scale[None, :]
+    return y if bias is None else y + bias
 
 
 @dataclass(frozen=True)
@@ -184,6 +192,7 @@ class AtenCall:
 
     @functools.cached_property
     def _fn(self) -> Any:
+        """``"aten.add.Tensor"`` -> ``torch.ops.aten.add.Tensor``."""
         namespace, op, overload = self.callee.split(".")
         return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 

@@ -8,6 +8,7 @@ stores every result in the layout and dtype its type declares.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -18,12 +19,22 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAt
 from xdsl.ir import Operation
 
 from tessera.dialects import tsr
-from tessera.dialects.polyphase import polyphase_weight
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.shapes import DYNAMIC, ints, shape_of
 
 from .. import aten_args
 from ..conv_epilogue import ConvEpilogue
+from ..host_steps import (
+    AtenCall,
+    Concat,
+    Operand,
+    PolyphaseWeight,
+    Slice,
+    Torch,
+    View,
+    identity,
+    scaled_int_mm,
+)
 
 Impl = Callable[..., Any]
 IMPLS: dict[type[Operation], Impl] = {}
@@ -38,8 +49,25 @@ def impl(*classes: type[Operation]):
     return deco
 
 
+BINDINGS: dict[type[Operation], Callable[[Any, torch.device], Callable[..., Any]]] = {}
+"""The ops whose semantics are a plain callable made from the op once (``host_steps``):
+the interpreter calls it, and the host program keeps it (it pickles, and runs with no IR)."""
+
+
+def binds(*classes: type[Operation]):
+    """Registers ``binder(op, device) -> callable`` for ``classes``, and their
+    reference semantics as that callable."""
+    def deco(binder: Callable[[Any, torch.device], Callable[..., Any]]):
+        for c in classes:
+            BINDINGS[c] = binder
+            IMPLS[c] = lambda op, env, *xs, binder=binder: binder(op, env.device)(*xs)
+        return binder
+
+    return deco
+
+
 def _simple(cls: type[Operation], fn: Callable[..., Any]) -> None:
-    IMPLS[cls] = lambda op, env, *xs: fn(*xs)
+    binds(cls)(lambda op, device, fn=fn: Torch(fn))
 
 
 for _cls, _fn in {
@@ -63,14 +91,16 @@ for _cls, _fn in {
     tsr.MatmulOp: torch.mm,
     tsr.BmmOp: torch.bmm,
     tsr.IntMmOp: torch._int_mm,
-    tsr.ConvertOp: lambda x: x,
-    tsr.RelayoutOp: lambda x: x,
+    tsr.ScaledIntMmOp: scaled_int_mm,
+    tsr.AddmmOp: torch.addmm,
+    tsr.ConvertOp: identity,  # the result's type (stored by the caller) does the work
+    tsr.RelayoutOp: identity,
 }.items():
     _simple(_cls, _fn)
 
 
-_SIZE_ARITH = {arith.MuliOp: lambda a, b: a * b, arith.AddiOp: lambda a, b: a + b,
-               arith.SubiOp: lambda a, b: a - b, arith.FloorDivSIOp: lambda a, b: a // b}
+_SIZE_ARITH = {arith.MuliOp: operator.mul, arith.AddiOp: operator.add, arith.SubiOp: operator.sub,
+               arith.FloorDivSIOp: operator.floordiv}
 for _cls, _fn in _SIZE_ARITH.items():  # the arithmetic of a graph's sizes (Python ints)
     _simple(_cls, _fn)
 IMPLS[arith.ConstantOp] = lambda op, env: op.value.value.data
@@ -82,12 +112,6 @@ def _tensor_pair(a: Any, b: Any, like: torch.Tensor) -> tuple[torch.Tensor, torc
         return v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=like.dtype, device=like.device)
 
     return t(a), t(b)
-
-
-@impl(tsr.ScaledIntMmOp)
-def _scaled_int_mm(op, env, a, b, a_scale, b_scale, bias=None):
-    y = torch._int_mm(a, b).to(torch.float32) * a_scale[:, None] * b_scale[None, :]
-    return y if bias is None else y + bias
 
 
 @impl(tsr.MaximumOp, tsr.MinimumOp)
@@ -151,31 +175,13 @@ def _pad(op, env, x, value):
     return torch.constant_pad_nd(x, pads, value)
 
 
-@impl(tsr.PermuteOp)
-def _permute(op, env, x):
-    return x.permute(ints(op.dims))
-
-
-@impl(tsr.ReshapeOp)
-def _reshape(op, env, x):
-    return x.reshape(shape_of(op.result.type))
-
-
-@impl(tsr.ExpandOp)
-def _expand(op, env, x):
-    return x.expand(shape_of(op.result.type))
-
-
-@impl(tsr.SliceOp)
-def _slice(op, env, x):
-    index = [slice(None)] * x.dim()
-    index[op.dim.value.data] = slice(op.start.value.data, op.end.value.data, op.step.value.data)
-    return x[tuple(index)]
-
-
-@impl(tsr.ConcatOp)
-def _concat(op, env, *xs):
-    return torch.cat(xs, dim=op.dim.value.data)
+binds(tsr.PermuteOp)(lambda op, device: View("permute", ints(op.dims)))
+binds(tsr.ReshapeOp)(lambda op, device: View("reshape", shape_of(op.result.type)))
+binds(tsr.ExpandOp)(lambda op, device: View("expand", shape_of(op.result.type)))
+binds(tsr.SliceOp)(lambda op, device: Slice(op.dim.value.data, op.start.value.data, op.end.value.data,
+                                            op.step.value.data))
+binds(tsr.ConcatOp)(lambda op, device: Concat(op.dim.value.data))
+binds(tsr.PolyphaseWeightOp)(lambda op, device: PolyphaseWeight(tuple(op.dims())))
 
 
 @impl(tsr.ConvOp)
@@ -208,11 +214,6 @@ def _var(op, env, x):
     return torch.var(x, dims, correction=op.correction.value.data, keepdim=keep)
 
 
-@impl(tsr.AddmmOp)
-def _addmm(op, env, bias, a, b):
-    return torch.addmm(bias, a, b)
-
-
 @impl(tsr.UpsampleOp)
 def _upsample(op, env, x):
     size = list(shape_of(op.result.type)[2:])
@@ -224,11 +225,6 @@ def _upsample(op, env, x):
         return torch.ops.aten.upsample_bilinear2d.default(x, size, align, *scales)
     fn = {1: torch.ops.aten.upsample_nearest1d, 2: torch.ops.aten.upsample_nearest2d, 3: torch.ops.aten.upsample_nearest3d}[nsp]
     return fn.default(x, size, *scales)
-
-
-@impl(tsr.PolyphaseWeightOp)
-def _polyphase_weight(op, env, w):
-    return polyphase_weight(op.dims(), w)
 
 
 @impl(tsr.PolyphaseInterleaveOp)
@@ -245,14 +241,13 @@ def _polyphase_interleave(op, env, c):
     return out
 
 
-@impl(tsr.AtenCallOp)
-def _aten_call(op, env, *operands):
-    fn = aten_args.resolve_callee(op.callee.data)
-    args = aten_args.decode(op.args, operands, env.device)
-    kwargs = {k: aten_args.decode(v, operands, env.device) for k, v in op.kwargs.data.items()} if op.kwargs else {}
-    out = fn(*args, **kwargs)
-    return tuple(out) if len(op.outs) != 1 else out
-
+@binds(tsr.AtenCallOp)
+def _aten_call(op, device):
+    """The ATen op on its decoded arguments (``device`` replaces recorded ones)."""
+    operands = [Operand(i) for i in range(len(op.operands))]
+    args = aten_args.decode(op.args, operands, device)
+    kwargs = {k: aten_args.decode(v, operands, device) for k, v in op.kwargs.data.items()} if op.kwargs else {}
+    return AtenCall(op.callee.data, args, kwargs, single=len(op.outs) == 1)
 
 
 @impl(tsr.FusedOp)

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from tessera.compiler.host_steps import scaled_int_mm
 from tessera.compiler.weight_cache import PackedWeight
 
 from .api import int8_mm, pack_b_kernel
@@ -38,21 +39,10 @@ class Int8Gemm:
         self.__name__ = "tessera_int8_gemm"
 
     def __call__(self, a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-        if self.isa is None or a.device.type != "cpu":
-            return _reference(a, b, *epilogue)
+        if self.isa is None or a.device.type != "cpu":  # the reference semantics, through ATen
+            return scaled_int_mm(a, b, *epilogue) if epilogue else torch._int_mm(a, b)
         return int8_mm(a.contiguous(), self.weight(b), *epilogue, isa=self.isa)
 
 
 def _pack_b(b: torch.Tensor, isa: str, a_signed: bool):
     return pack_b_kernel(b.contiguous(), isa, a_signed)
-
-
-def _reference(a: torch.Tensor, b: torch.Tensor, *epilogue: torch.Tensor) -> torch.Tensor:
-    """``tsr.int_mm`` (no epilogue) or ``tsr.scaled_int_mm`` (scales, then an optional
-    bias) through ATen: their reference semantics."""
-    y = torch._int_mm(a, b)
-    if not epilogue:
-        return y
-    a_scale, b_scale, *bias = epilogue
-    y = y.to(torch.float32) * a_scale[:, None] * b_scale[None, :]
-    return y + bias[0] if bias else y
