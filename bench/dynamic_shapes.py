@@ -5,7 +5,8 @@ per size, for tessera and Inductor, at several sizes, in one process.
 
 For each model and size: the steady-state median per call (modes interleaved
 round by round, in a new random order each round) of eager, tessera dynamic (one
-``torch.compile(dynamic=True)`` serving every size), tessera static (a
+``torch.compile(dynamic=True)`` serving every size: kernels that take their sizes
+at run time, convolutions on the library), tessera static (a
 ``torch.compile`` per size), Inductor dynamic and Inductor static; the first
 call of each compiled mode at that size (compile included: for a dynamic mode,
 its work for a size it has not seen); and the largest difference from eager.

@@ -36,7 +36,7 @@ from .capture import aot_backend
 from .codegen.errors import UnknownTarget
 from .host_steps import HostProgram
 from .pass_pipeline import pass_name, without
-from .report import ATEN, INTERPRETER, FallbackError, GraphReport, publish
+from .report import ATEN, COMPILED, INTERPRETER, FallbackError, GraphReport, publish
 from .size_specialization import SizeSpecializedGraph, is_symbolic
 from .stage_io import CompileOptions
 
@@ -74,6 +74,10 @@ class BackendOptions:
     GEMM weights, a folded BatchNorm) are kept while each weight's version
     counter is unchanged. Writes that bypass it (``p.data.mul_(2)``, through
     ``.numpy()``) are then not seen. Default: computed on every call, as eager."""
+    dynamic_kernels: bool = True
+    """Compile a graph of symbolic sizes once, its kernels taking their sizes at run
+    time; ``False``: compile it per concrete size class (static kernels, each size's
+    first call compiles)."""
     strict: bool = False
     """Raise :class:`FallbackError` where a graph would run uncompiled (as ATen or
     through the interpreter) instead of falling back."""
@@ -228,27 +232,50 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     interpreter) if tessera cannot, unless ``options.strict``. The graph's
     :class:`GraphReport` says which (``report.py``). A graph with symbolic sizes
     (``dynamic=True``, ``mark_dynamic``, Dynamo's automatic dynamic shapes) is
-    compiled so per concrete size class, when first called with it
-    (``size_specialization``)."""
+    compiled once, its kernels taking their sizes at run time; where some part of
+    it cannot be (``report.reason`` of the attempt is logged), it is compiled per
+    concrete size class, when first called with it (``size_specialization``)."""
     if any(is_symbolic(x) for x in example_inputs):
+        program = _compile_dynamic(gm, options, kind, device) if options.dynamic_kernels else None
+        if program is not None:
+            return make_boxed_func(program)
         return make_boxed_func(SizeSpecializedGraph(gm, lambda g: _compile_program(g, options, kind, device),
                                                     strict=options.strict))
     return make_boxed_func(_compile_program(gm, options, kind, device))
 
 
 def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: str, device: torch.device) -> Callable:
-    """The program of a graph of static sizes. It is built outside AOTAutograd's
-    fake mode: what tessera builds at compile time (constants, packed weights) is
-    made of real tensors."""
+    """The program of a graph. It is built outside AOTAutograd's fake mode: what
+    tessera builds at compile time (constants, packed weights) is made of real
+    tensors."""
+    program, report = _build(gm, options, kind, device)
+    publish(report, echo=options.report)
+    if not report.compiled and options.strict and options.codegen:
+        raise FallbackError.of(report)
+    return program
+
+
+def _compile_dynamic(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
+                     device: torch.device) -> Callable | None:
+    """The program of a graph of symbolic sizes, compiled once with kernels that
+    take their sizes at run time; None unless all of it compiles so (the reason is logged)."""
+    program, report = _build(gm, options, kind, device)
+    report.dynamic = True
+    if report.status != COMPILED:
+        log.info("tessera: %s graph of symbolic sizes compiled per size class: %s", kind, report.reason)
+        return None
+    publish(report, echo=options.report)
+    return program
+
+
+def _build(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
+           device: torch.device) -> tuple[Callable, GraphReport]:
     report = GraphReport(kind)
     if options.target is None:  # the target of the graph's device: CPU, CUDA (ptx), MPS (metal)
         options = dataclasses.replace(options, target=options.target_for(device.type).name)
     with unset_fake_temporarily():
         program = _compile(gm, options, report, device)
-    publish(report, echo=options.report)
-    if not report.compiled and options.strict and options.codegen:
-        raise FallbackError.of(report)
-    return program
+    return program, report
 
 
 def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphReport,

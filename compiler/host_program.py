@@ -35,9 +35,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from tessera.compiler.placements import in_layout, placement_of
+from tessera.compiler.placements import in_layout, placement_of, placement_or_order
 from tessera.dialects import tsr
+from tessera.dialects.tsr import dtypes
+from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
+from tessera.dialects.tsr.shapes import elem_of
 from tessera.runtime.layouts import Placement
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program, Step
@@ -49,12 +52,14 @@ from .host_steps import (
     IrOp,
     PlacedCall,
     PreparedWeights,
+    SizedEmpty,
     fresh_copy,
 )
 from .interpreter import find_function
 from .interpreter.impls import BINDINGS, IMPLS, scalar_value
 from .ir_io import op_location, print_module
 from .library_calls import REFERENCE_CPU
+from .lowering.dim_exprs import RESULT_DIMS, decode_result_dims
 from .report import GraphReport
 from .targets import Target, host_cpu
 from .targets.base import KernelCall
@@ -113,9 +118,16 @@ class _Builder:
                 raise HostProgramError("the host graph launches kernels but none were compiled", op_location(op))
             kernel = self.kernels.kernel(op.callee.string_value())
             outs = [self.buffer(r) for r in op.outs]
-            for b, r in zip(outs, op.outs):
-                self.steps.append(Alloc(b, placement_of(r.type)))
-            args = tuple(self.operand(v, op) for v in op.inputs) + tuple(outs)
+            ins = tuple(self.operand(v, op) for v in op.inputs)
+            sized = op.attributes.get(RESULT_DIMS)
+            for k, (b, r) in enumerate(zip(outs, op.outs)):
+                if sized is None:
+                    self.steps.append(Alloc(b, placement_of(r.type)))
+                else:  # dynamic sizes: allocated from the inputs' on each run
+                    dims = tuple(_plain(e) for e in decode_result_dims(sized)[k])
+                    empty = SizedEmpty(dtypes.to_torch(elem_of(r.type)), dims, tuple(layout_of(r.type)), self.device)
+                    self.steps.append(Call(empty, ins, (b,)))
+            args = ins + tuple(outs)
             self.steps.append(Launch(kernel, args))
             self.result.report.kernels += 1
         elif (call := self.target.host_call(op, self.freezing)) is not None:
@@ -152,22 +164,27 @@ class _Builder:
             self.result.report.library[name] += 1
         tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
         fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
-        placements = [placement_of(r.type) if isinstance(r.type, TensorType) else None for r in op.results]
+        placements = [placement_or_order(r.type) if isinstance(r.type, TensorType) else None for r in op.results]
         call = PlacedCall(fn, op.name, len(op.operands), fixed, placements, f"{op.name} at {op_location(op)}",
                           self.result.layout_fixups)
         args = tuple(self.operand(op.operands[i], op) for i in tensor_pos)
         self.steps.append(Call(call, args, tuple(self.buffer(r) for r in op.results)))
 
 
-VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp)
+VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp, tsr.DimOp)
 """Ops that ATen computes as views of their operand when left on the host (no data moves)."""
+
+
+def _plain(e) -> tuple[int, int, int, int]:
+    """A size of ``dim_exprs`` as plain numbers ``(input, dim, mul, add)`` (input -1: the number ``add``)."""
+    return (-1, 0, 0, e) if isinstance(e, int) else (e.input, e.dim, e.mul, e.add)
 
 
 def _count_host_op(report: GraphReport, op: Operation) -> None:
     """Counts an op that runs through its ATen reference semantics: a view, a
     library op ATen computes (``tsr.matmul`` -> ``aten.matmul``), or a fallback
     (an op with no ``tsr`` form, an op fusion left out), with the reason."""
-    if isinstance(op, VIEW_OPS):
+    if isinstance(op, VIEW_OPS) or op.dialect_name() == "arith":  # views, sizes and their arithmetic
         report.views[op.name] += 1
     elif isinstance(op, tsr.AtenCallOp):
         report.aten_ops[f"{op.callee.data} (no tsr form)"] += 1
@@ -214,7 +231,7 @@ def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "
 def input_placements(module: ModuleOp, function: str = "forward") -> tuple[Placement | None, ...]:
     """Where ``@function`` takes each argument (None: not a tensor)."""
     args = find_function(module, function).body.block.args
-    return tuple(placement_of(a.type) if isinstance(a.type, TensorType) else None for a in args)
+    return tuple(placement_or_order(a.type) if isinstance(a.type, TensorType) else None for a in args)
 
 
 def _prepare_step(b: _Builder, ops: list[Operation], steps: list, device: torch.device) -> Call:

@@ -59,6 +59,38 @@ class Constant:
         return self.value
 
 
+@dataclass(frozen=True)
+class SizedEmpty:
+    """The output buffer of a kernel with dynamic sizes, allocated from its
+    inputs' sizes on each run: per dim ``(input, dim, mul, add)`` is
+    ``size(input, dim) * mul + add`` (input -1: the number ``add``), stored
+    in dim order ``order`` (``lowering/dim_exprs.py``).
+
+        SizedEmpty(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8)), (0, 1), cpu)(x)   # empty [x.shape[0], 8]
+    """
+
+    dtype: torch.dtype
+    dims: tuple[tuple[int, int, int, int], ...]
+    order: tuple[int, ...]
+    device: torch.device
+
+    __name__ = "alloc"
+
+    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
+        sizes = [add if i < 0 else inputs[i].shape[d] * mul + add for i, d, mul, add in self.dims]
+        return torch.empty_strided(sizes, layouts.dense_strides(sizes, self.order), dtype=self.dtype, device=self.device)
+
+
+@dataclass(frozen=True)
+class SizeOf:
+    """``tsr.dim``: a tensor's size along ``dim`` (a Python int)."""
+
+    dim: int
+
+    def __call__(self, x: torch.Tensor) -> int:
+        return int(x.shape[self.dim])
+
+
 def fresh_copy(t: torch.Tensor) -> torch.Tensor:
     """A returned constant, copied on each run: a caller that writes to its
     result does not change the next one."""
@@ -135,13 +167,17 @@ def scaled_int_mm(a: torch.Tensor, b: torch.Tensor, a_scale: torch.Tensor, b_sca
 @dataclass(frozen=True)
 class View:
     """A view op as the tensor method it is: ``tsr.permute`` (``permute``, its dims),
-    ``tsr.reshape`` (``reshape``, the result's shape), ``tsr.expand`` (``expand``)."""
+    ``tsr.reshape`` (``reshape``, the result's shape, ``None`` for each dynamic
+    size, given after the tensor), ``tsr.expand`` (``expand``)."""
 
     method: str
-    arg: tuple[int, ...]
+    arg: tuple[int | None, ...]
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return getattr(x, self.method)(self.arg)
+    def __call__(self, x: torch.Tensor, *sizes: int) -> torch.Tensor:
+        if not sizes:
+            return getattr(x, self.method)(self.arg)
+        given = iter(sizes)
+        return getattr(x, self.method)(tuple(next(given) if n is None else n for n in self.arg))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.shapes import DYNAMIC
 from tessera.runtime import layouts
-from tessera.runtime.layouts import Placement
+from tessera.runtime.layouts import OrderPlacement, Placement
 
 from .errors import TesseraError
 
@@ -34,6 +34,19 @@ def placement_of(ttype: TensorType) -> Placement:
     if DYNAMIC in shape:
         raise DynamicPlacement(f"{ttype} has dynamic dims: its strides are known at run time only")
     return Placement(dtypes.to_torch(ttype.get_element_type()), shape, strides_for(shape, layout_of(ttype)))
+
+
+def placement_or_order(ttype: TensorType) -> Placement | OrderPlacement:
+    """The placement of ``ttype``; with dynamic dims, its dim order (the sizes come with the tensor).
+
+        placement_or_order(tensor<1x8x?x?xf32, #tsr.layout<nhwc>>)
+            == OrderPlacement(torch.float32, (1, 8, -1, -1), (0, 2, 3, 1))
+    """
+    shape = tuple(ttype.get_shape())
+    if DYNAMIC not in shape:
+        return placement_of(ttype)
+    return OrderPlacement(dtypes.to_torch(ttype.get_element_type()), tuple(-1 if n == DYNAMIC else n for n in shape),
+                          tuple(layout_of(ttype)))
 
 
 def allocate(ttype: TensorType, device: torch.device | str = "cpu") -> torch.Tensor:

@@ -57,6 +57,8 @@ class GraphReport:
     """Ops of a compiled graph that run through ATen, by ``name (reason)``: the fallbacks."""
     views: collections.Counter = field(default_factory=collections.Counter)
     """View ops left on the host (ATen makes a view: no data moves, not a fallback)."""
+    dynamic: bool = False
+    """Compiled once for symbolic sizes: its kernels take their sizes at run time."""
     cached: str = ""
     """Where a compiled graph's program came from when it was not compiled in this
     process: ``local`` or ``remote`` (the graph cache's tiers, ``graph_cache.py``)."""
@@ -77,7 +79,8 @@ class GraphReport:
         if self.views:
             parts.append("views " + ", ".join(f"{k} x{n}" for k, n in sorted(self.views.items())))
         source = f" (from the {self.cached} graph cache)" if self.cached else ""
-        text = f"tessera: {self.kind} graph compiled{source}: " + ", ".join(parts)
+        sizes = " for dynamic sizes" if self.dynamic else ""
+        text = f"tessera: {self.kind} graph compiled{sizes}{source}: " + ", ".join(parts)
         if self.aten_ops:
             text += "; ATen: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.aten_ops.items()))
         return text

@@ -70,8 +70,9 @@ def lower_kernels(fused: ModuleOp, target: str):
     target's half-precision policy and grid mapping."""
     from .lowering import lower_to_kernels
 
-    _static_sizes_only(fused)
     t = targets.get(target)
+    if not t.dynamic_sizes:
+        _static_sizes_only(fused, t.name)
     program = lower_to_kernels(fused, half_in_f32=t.half_compute == "f32-compute", transpose_tile=t.transpose_tile)
     if t.thread_per_point:
         from .codegen.gpu import thread_per_point
@@ -80,9 +81,9 @@ def lower_kernels(fused: ModuleOp, target: str):
     return program
 
 
-def _static_sizes_only(module: ModuleOp) -> None:
-    """Kernels are generated for static sizes: an op with a dynamic dim (``?``) is a
-    located error here (``torch.compile`` compiles a graph per size class instead)."""
+def _static_sizes_only(module: ModuleOp, target: str) -> None:
+    """Kernels of ``target`` are generated for static sizes: an op with a dynamic dim
+    (``?``) is a located error here (``torch.compile`` compiles a graph per size class instead)."""
     from xdsl.dialects.builtin import TensorType
 
     from .ir_io import op_location
@@ -92,7 +93,7 @@ def _static_sizes_only(module: ModuleOp) -> None:
              if isinstance(v.type, TensorType) and DYNAMIC in v.type.get_shape()]
     if found:  # the first op with a location (a fused region's ops have their source's)
         op, t = next(((op, t) for op, t in found if op_location(op) is not None), found[0])
-        raise LoweringError(f"'{op.name}' has dynamic dims ({t}): kernels are generated for static sizes only",
+        raise LoweringError(f"'{op.name}' has dynamic dims ({t}): {target} kernels are generated for static sizes only",
                             op_location(op))
 
 

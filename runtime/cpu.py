@@ -65,8 +65,8 @@ class LoadedObject:
             raise LoadError(f"the object has no symbol @{name}")
         return address
 
-    def function(self, name: str, num_buffers: int) -> KernelFn:
-        proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * num_buffers), ctypes.c_int64, ctypes.c_int64)
+    def function(self, name: str, num_pointers: int) -> KernelFn:
+        proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * num_pointers), ctypes.c_int64, ctypes.c_int64)
         return proto(self.address(name))
 
 
@@ -105,17 +105,18 @@ def run_chunks(fn: KernelFn, pointers: Sequence[int], total: int, chunks: int, t
         fut.result()
 
 
-def launchers(code: LoadedObject, signatures: Sequence, threads: int) -> dict[str, Callable[[Sequence[int], int], None]]:
-    """``launch(pointers, chunks)`` for each kernel of ``code``: one chunk on the
+def launchers(code: LoadedObject, signatures: Sequence, threads: int) -> dict[str, Callable[[Sequence[int], int, int], None]]:
+    """``launch(pointers, chunks, total)`` for each kernel of ``code``: one chunk on the
     calling thread, more on OpenMP's threads (or the thread pool)."""
     from tessera.runtime import openmp
 
-    parallel = openmp.Trampolines([(code.address(s.name), len(s.args)) for s in signatures]) if openmp.available() else None
-    out: dict[str, Callable[[Sequence[int], int], None]] = {}
+    parallel = (openmp.Trampolines([(code.address(s.name), s.num_pointers) for s in signatures])
+                if openmp.available() else None)
+    out: dict[str, Callable[[Sequence[int], int, int], None]] = {}
     for index, sig in enumerate(signatures):
-        fn, total = code.function(sig.name, len(sig.args)), sig.grid_size
+        fn = code.function(sig.name, sig.num_pointers)
 
-        def launch(pointers: Sequence[int], chunks: int, fn=fn, total=total, index=index) -> None:
+        def launch(pointers: Sequence[int], chunks: int, total: int, fn=fn, index=index) -> None:
             if chunks <= 1 or total <= 1:
                 fn(*pointers, 0, total)
             elif parallel is not None:

@@ -127,7 +127,7 @@ class LoadedModule:
         if blocks > MAX_GRID_X:
             raise LoadError(f"a grid of {total} points needs {blocks} blocks, more than CUDA allows ({MAX_GRID_X})")
         self.make_current()
-        args = [ctypes.c_void_p(p) for p in pointers]
+        args = [p if isinstance(p, ctypes.c_int64) else ctypes.c_void_p(p) for p in pointers]
         params = (ctypes.c_void_p * max(1, len(args)))(*[ctypes.addressof(a) for a in args])
         stream = self.driver.CUstream(torch.cuda.current_stream(self.index).cuda_stream)
         _check(self.driver, "cuLaunchKernel", self.driver.cuLaunchKernel(
@@ -155,6 +155,10 @@ def _built_for_sm(artifact: Artifact) -> int | None:
 class CudaKernel(Kernel):
     """A :class:`Kernel` that also checks that every tensor is on its device (index included)."""
 
+    def dims_arguments(self, dims: list[int]) -> tuple[list, object]:
+        """A PTX kernel takes its dims as ``i64`` parameters after the buffers."""
+        return [ctypes.c_int64(d) for d in dims], None
+
     def check(self, tensors: Sequence[torch.Tensor]) -> None:
         super().check(tensors)
         for i, t in enumerate(tensors):
@@ -170,9 +174,9 @@ def load(artifact: Artifact, device: torch.device, options: RuntimeOptions | Non
     kernels = {}
     for sig in artifact.signatures:
         fn = code.function(sig.name)
-        block, total = code.block_size(fn), sig.grid_size
+        block = code.block_size(fn)
 
-        def launcher(pointers, _chunks, fn=fn, block=block, total=total):
+        def launcher(pointers, _chunks, total, fn=fn, block=block):
             code.launch(fn, block, total, pointers)
 
         kernels[sig.name] = CudaKernel(sig, device, launcher, options)

@@ -3,10 +3,15 @@
     k = module.kernel("fused_0")
     k(x, bias, out)            # writes out; raises SignatureMismatch on a wrong tensor
     k.launch(x, bias, out, chunks=3)   # an explicit split of the grid (tests, tuning)
+
+A kernel with dynamic sizes (``KernelSignature.dynamic``) checks the sizes and
+strides it knows, and is given the others, and its grid, on each launch.
 """
 
 from __future__ import annotations
 
+import ctypes
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,10 +20,11 @@ import torch
 from tessera.runtime.errors import SignatureMismatch
 from tessera.runtime.layouts import same_strides
 from tessera.runtime.options import RuntimeOptions
-from tessera.runtime.signature import KernelSignature
+from tessera.runtime.signature import DYNAMIC, KernelSignature
 
-Launcher = Callable[[Any, int], None]
-"""``launcher(pointers, chunks)`` runs the whole grid split into ``chunks`` ranges. A device
+Launcher = Callable[[Any, int, int], None]
+"""``launcher(pointers, chunks, total)`` runs the whole grid of ``total`` points split into
+``chunks`` ranges (a dynamic kernel's last pointer is its dims array). A device
 whose launch API binds tensors, not addresses (``mps``), is given the checked tensors instead
 (``Kernel(..., takes_tensors=True)``)."""
 
@@ -32,9 +38,11 @@ class Kernel:
         self._takes_tensors = takes_tensors
         self._module: object = None  # set by the Module that owns the code, to keep it alive
         self._dtypes = tuple(_torch_dtype(a.dtype) for a in signature.args)
-        work = sum(a.numel for a in signature.args)
-        self.default_chunks = max(1, min(options.num_threads, signature.grid_size, work // options.min_work_per_thread))
-        self.empty = signature.grid_size == 0
+        self._threads, self._min_work = options.num_threads, options.min_work_per_thread
+        self.dynamic = signature.dynamic
+        """Sizes come with each launch: the grid and the dims array are computed from the tensors."""
+        self.default_chunks = self._chunks(signature.grid_size, [a.numel for a in signature.args])
+        self.empty = not self.dynamic and signature.grid_size == 0
         """An empty grid (the kernel writes a tensor with an empty dim): nothing to launch."""
         self.origin: tuple | None = None
         """How another process gets this kernel again, ``(function, args)`` (the loader
@@ -55,19 +63,39 @@ class Kernel:
     def __call__(self, *tensors: torch.Tensor) -> None:
         self.launch(*tensors)
 
+    def _chunks(self, total: int, numels: Sequence[int]) -> int:
+        return max(1, min(self._threads, total, sum(numels) // self._min_work))
+
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
-        if self.empty:
-            return
-        args = tensors if self._takes_tensors else [t.data_ptr() for t in tensors]
-        self._launcher(args, self.default_chunks if chunks is None else max(1, chunks))
+        self._launch(tensors, chunks)
 
     def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
         """Launches without :meth:`check`: for a :class:`~tessera.runtime.program.Program`
         whose buffers were checked against this kernel on an earlier run with the same inputs."""
+        self._launch(tensors, None)
+
+    def _launch(self, tensors: Sequence[torch.Tensor], chunks: int | None) -> None:
         if self.empty:
             return
-        self._launcher(tensors if self._takes_tensors else [t.data_ptr() for t in tensors], self.default_chunks)
+        args: list[Any] = list(tensors) if self._takes_tensors else [t.data_ptr() for t in tensors]
+        if not self.dynamic:
+            self._launcher(args, self.default_chunks if chunks is None else max(1, chunks), self.signature.grid_size)
+            return
+        total = self.signature.grid_size_of(tensors)
+        if total == 0:
+            return
+        dims, keep = self.dims_arguments(self.signature.dims_of(tensors))  # noqa: F841 - alive until the launch returns
+        args.extend(dims)
+        if chunks is None:
+            chunks = self._chunks(total, [t.numel() for t in tensors])
+        self._launcher(args, max(1, chunks), total)
+
+    def dims_arguments(self, dims: list[int]) -> tuple[list[Any], object]:
+        """What a dynamic kernel's launch passes after the buffers for its ``dims``
+        (a CPU kernel: the address of an ``i64`` array), and what must stay alive while it runs."""
+        array = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+        return [array if self._takes_tensors else ctypes.addressof(array)], array
 
     def check(self, tensors: Sequence[torch.Tensor]) -> None:
         """Raises :class:`SignatureMismatch` unless every tensor is what the code expects."""
@@ -82,9 +110,11 @@ class Kernel:
                 raise SignatureMismatch(f"{where}: tensor is on {t.device}, the kernel runs on {self.device}")
             if t.dtype != dtype:
                 raise SignatureMismatch(f"{where}: dtype {t.dtype} != expected {dtype}")
-            if tuple(t.shape) != spec.shape:
+            if self.dynamic:
+                _check_known(t, spec.shape, spec.strides, where)
+            elif tuple(t.shape) != spec.shape:
                 raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} != expected {spec.shape}")
-            if not same_strides(spec.shape, t.stride(), spec.strides):
+            elif not same_strides(spec.shape, t.stride(), spec.strides):
                 raise SignatureMismatch(f"{where}: strides {t.stride()} != expected {spec.strides}")
         self._check_aliasing(tensors)
 
@@ -95,6 +125,14 @@ class Kernel:
             for j, other in enumerate(spans):
                 if j != i and spans[i][0] < other[1] and other[0] < spans[i][1]:
                     raise SignatureMismatch(f"kernel @{self.name}: output argument #{i} overlaps argument #{j} in memory")
+
+
+def _check_known(t: torch.Tensor, shape: Sequence[int], strides: Sequence[int], where: str) -> None:
+    """The sizes and strides a dynamic kernel was compiled for, where it knows them."""
+    if t.dim() != len(shape) or any(n not in (DYNAMIC, m) for n, m in zip(shape, t.shape)):
+        raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} does not fit {tuple('?' if n < 0 else n for n in shape)}")
+    if math.prod(t.shape) and any(s not in (DYNAMIC, u) and m != 1 for s, u, m in zip(strides, t.stride(), t.shape)):
+        raise SignatureMismatch(f"{where}: strides {t.stride()} do not fit {tuple('?' if s < 0 else s for s in strides)}")
 
 
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:

@@ -32,15 +32,51 @@ class Placement:
         return t.dtype == self.dtype and tuple(t.shape) == self.shape and same_strides(t.shape, t.stride(), self.strides)
 
 
+@dataclass(frozen=True)
+class OrderPlacement:
+    """A placement whose sizes are known at run time only: the dtype, the sizes
+    it knows (``-1`` for the others) and the dim order, outermost first. A tensor
+    it holds has the known sizes and the dense strides of that order.
+
+        OrderPlacement(torch.float32, (1, 8, -1, -1), (0, 2, 3, 1)).sized((1, 8, 4, 4))
+            == Placement(torch.float32, (1, 8, 4, 4), (128, 1, 32, 8))
+    """
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    order: tuple[int, ...]
+
+    def sized(self, shape: Sequence[int]) -> Placement:
+        """The placement for a tensor of ``shape`` (given as broadcast to this rank)."""
+        shape = (1,) * (len(self.shape) - len(shape)) + tuple(shape)
+        sizes = tuple(g if n < 0 else n for n, g in zip(self.shape, shape))
+        return Placement(self.dtype, sizes, dense_strides(sizes, self.order))
+
+    def holds(self, t: torch.Tensor) -> bool:
+        return t.dim() == len(self.shape) and self.sized(t.shape).holds(t)
+
+
+def dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """The strides of a dense tensor of ``sizes`` stored in dim order ``order`` (outermost first)."""
+    strides = [0] * len(sizes)
+    acc = 1
+    for d in reversed(order):
+        strides[d] = acc
+        acc *= max(sizes[d], 1)
+    return tuple(strides)
+
+
 def allocate(placement: Placement, device: torch.device | str = "cpu") -> torch.Tensor:
     """An uninitialised tensor in ``placement``."""
     return torch.empty_strided(placement.shape, placement.strides, dtype=placement.dtype, device=device)
 
 
-def in_layout(t: torch.Tensor, placement: Placement) -> torch.Tensor:
+def in_layout(t: torch.Tensor, placement: Placement | OrderPlacement) -> torch.Tensor:
     """``t`` (broadcast to and) stored as ``placement`` says; copies only if needed."""
     if placement.holds(t):
         return t
+    if isinstance(placement, OrderPlacement):
+        placement = placement.sized(t.shape)
     out = allocate(placement, t.device)
     out.copy_(t.expand(out.shape) if t.shape != out.shape else t)
     return out

@@ -62,8 +62,8 @@ def load(artifact: Artifact, device: torch.device, options: RuntimeOptions | Non
         except (AttributeError, RuntimeError):
             raise LoadError(f"the Metal library has no kernel @{sig.name}") from None
 
-        def launcher(tensors, chunks, fn=fn, threads=sig.grid_size):
-            fn(*tensors, threads=[threads])
+        def launcher(tensors, chunks, total, fn=fn):
+            fn(*tensors, threads=[total])
 
         kernels[sig.name] = Kernel(sig, device, launcher, options, takes_tensors=True)
     return Module(artifact, kernels, keepalive=library)

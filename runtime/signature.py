@@ -12,6 +12,16 @@ pointer reaches machine code. For
 the signature is ``KernelSignature("fused_0", grid=(2, 8), args=(BufferSpec((2, 8, 4, 4),
 (128, 1, 32, 8), "float32", False), BufferSpec(..., True)))``. Dtypes are torch
 dtype names so that a signature is plain data (JSON in the compile cache).
+
+A kernel compiled for sizes known only at run time has ``-1`` (``DYNAMIC``) for
+each such size and stride, and a grid extent ``(arg, dim)`` names the tensor
+size it is. Such a kernel takes one more pointer, after the buffers: an
+``i64`` array of the dynamic sizes, then the dynamic strides, of each argument
+in order (:meth:`KernelSignature.dims_of`):
+
+    func.func @fused_0(%x: memref<?x8xf32>, %y: memref<?x8xf32>)   // scf.parallel to (memref.dim %y, 0)
+    KernelSignature("fused_0", grid=((1, 0),), args=(BufferSpec((-1, 8), (8, 1), ...), ...))
+    dims_of((x, y)) == [x.shape[0], y.shape[0]]
 """
 
 from __future__ import annotations
@@ -19,6 +29,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+
+DYNAMIC = -1
+"""A size or stride that a kernel takes at run time."""
+
+GridDim = int | tuple[int, int]
+"""A grid extent: a number, or ``(arg, dim)``: the size of argument ``arg`` along ``dim``."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +48,17 @@ class BufferSpec:
 
     @property
     def numel(self) -> int:
-        return math.prod(self.shape)
+        """The element count (a dynamic size counts as 1)."""
+        return math.prod(n for n in self.shape if n != DYNAMIC)
+
+    @property
+    def dynamic(self) -> bool:
+        return DYNAMIC in self.shape or DYNAMIC in self.strides
+
+    def dims_of(self, t: Any) -> list[int]:
+        """``t``'s dynamic sizes, then its dynamic strides (what the kernel reads at run time)."""
+        return ([int(t.shape[d]) for d, n in enumerate(self.shape) if n == DYNAMIC]
+                + [int(t.stride(d)) for d, s in enumerate(self.strides) if s == DYNAMIC])
 
     def to_json(self) -> dict[str, Any]:
         return {"shape": list(self.shape), "strides": list(self.strides), "dtype": self.dtype, "is_output": self.is_output}
@@ -47,20 +73,41 @@ class KernelSignature:
     """A kernel's name, its parallel grid and one :class:`BufferSpec` per argument."""
 
     name: str
-    grid: tuple[int, ...]
+    grid: tuple[GridDim, ...]
     args: tuple[BufferSpec, ...]
 
     @property
+    def dynamic(self) -> bool:
+        """Whether the kernel takes sizes at run time (its last pointer: :meth:`dims_of`)."""
+        return any(not isinstance(g, int) for g in self.grid) or any(a.dynamic for a in self.args)
+
+    @property
+    def num_pointers(self) -> int:
+        """The kernel's pointer arguments: one per buffer, and the dims array of a dynamic kernel."""
+        return len(self.args) + (1 if self.dynamic else 0)
+
+    @property
     def grid_size(self) -> int:
-        return math.prod(self.grid)
+        """The number of grid points (a dynamic extent counts as 1: see :meth:`grid_size_of`)."""
+        return math.prod(g for g in self.grid if isinstance(g, int))
+
+    def grid_size_of(self, tensors: Any) -> int:
+        """The number of grid points of a launch on ``tensors``."""
+        return math.prod(g if isinstance(g, int) else int(tensors[g[0]].shape[g[1]]) for g in self.grid)
+
+    def dims_of(self, tensors: Any) -> list[int]:
+        """The dims array of a dynamic kernel's launch on ``tensors``."""
+        return [n for a, t in zip(self.args, tensors) for n in a.dims_of(t)]
 
     @property
     def outputs(self) -> tuple[int, ...]:
         return tuple(i for i, a in enumerate(self.args) if a.is_output)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "grid": list(self.grid), "args": [a.to_json() for a in self.args]}
+        return {"name": self.name, "grid": [g if isinstance(g, int) else list(g) for g in self.grid],
+                "args": [a.to_json() for a in self.args]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> KernelSignature:
-        return cls(str(d["name"]), tuple(d["grid"]), tuple(BufferSpec.from_json(a) for a in d["args"]))
+        grid = tuple(g if isinstance(g, int) else (int(g[0]), int(g[1])) for g in d["grid"])
+        return cls(str(d["name"]), grid, tuple(BufferSpec.from_json(a) for a in d["args"]))

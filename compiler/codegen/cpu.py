@@ -1,6 +1,7 @@
 """The LLVM side shared by CPU targets: kernels walk a ``[lo, hi)`` slice of the flattened grid.
 
     define void @fused_0(ptr noalias %arg0, ptr noalias %arg1, i64 %lo, i64 %hi)
+    define void @fused_1(ptr noalias %arg0, ptr noalias %arg1, ptr noalias %dims, i64 %lo, i64 %hi)  ; dynamic sizes
 
 The runtime splits the grid into chunks, one per thread (``runtime/cpu.py``).
 The walk goes row by row over the innermost grid dim: one de-flattening (div/
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget
+from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget, extent
 from tessera.compiler.codegen.types import I64
 
 
@@ -30,19 +31,31 @@ class CpuLlvmTarget(LlvmTarget):
     reloc = "static"
     codemodel = "large"
 
-    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int) -> tuple[ir.Function, list[ir.Value]]:
+    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int,
+                       num_dims: int = 0) -> tuple[ir.Function, list[ir.Value]]:
         ptr = self.buffer_pointer_type()
-        fnty = ir.FunctionType(ir.VoidType(), [ptr] * num_buffers + [I64, I64])
+        dims = [ptr] if num_dims else []
+        fnty = ir.FunctionType(ir.VoidType(), [ptr] * num_buffers + dims + [I64, I64])
         fn = ir.Function(module, fnty, name=name)
         for i, a in enumerate(fn.args[:num_buffers]):
             a.name = f"arg{i}"
             a.add_attribute("noalias")
+        if num_dims:
+            fn.args[num_buffers].name = "dims"
+            fn.args[num_buffers].add_attribute("noalias")
         fn.args[-2].name, fn.args[-1].name = "lo", "hi"
         return fn, list(fn.args[:num_buffers])
 
-    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int], body: BodyEmitter) -> None:
+    def read_dims(self, builder: ir.IRBuilder, fn: ir.Function, num_buffers: int, num_dims: int) -> list[ir.Value]:
+        """Loads of the ``i64 dims[num_dims]`` array the pointer after the buffers points to."""
+        array = fn.args[num_buffers]
+        return [builder.load(builder.gep(array, [ir.Constant(I64, k)], inbounds=True, source_etype=I64), typ=I64,
+                             name=f"dim{k}") for k in range(num_dims)]
+
+    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
+                  body: BodyEmitter) -> None:
         lo, hi = fn.args[-2], fn.args[-1]
-        inner = ir.Constant(I64, grid[-1])
+        inner = extent(grid[-1])
         rows = fn.append_basic_block("grid.row")
         row_body = fn.append_basic_block("grid.row.body")
         cols = fn.append_basic_block("grid.col")
@@ -61,7 +74,7 @@ class CpuLlvmTarget(LlvmTarget):
         rest = builder.udiv(flat, inner)
         outer: list[ir.Value] = []
         for g in reversed(grid[:-1]):
-            gc = ir.Constant(I64, g)
+            gc = extent(g)
             outer.append(builder.urem(rest, gc))
             rest = builder.udiv(rest, gc)
         outer.reverse()

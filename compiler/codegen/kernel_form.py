@@ -12,6 +12,13 @@ signature (docs/kernel-ir.md).
 gives grid ``(4,)`` and ``args[1].is_output``. An argument may name a torch
 dtype its element type cannot (``ui8`` stored as ``i8``) with the argument
 attribute ``{tsr.dtype = ui8}``.
+
+Sizes and strides may be dynamic (``memref<?x8xf32, strided<[?, 1]>>``): the
+kernel takes them at run time (``runtime/signature.py``), and a grid extent may
+be the size of an argument, ``memref.dim %arg, %cK`` ahead of the parallel loop:
+
+    %n = memref.dim %y, %c0 : memref<?x8xf32>
+    scf.parallel (%i) = (%c0) to (%n) step (%c1) {...}      // grid ((1, 0),)
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -37,7 +45,7 @@ from xdsl.ir import Attribute, BlockArgument, SSAValue
 
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.dialects.tsr import dtypes
-from tessera.runtime.signature import BufferSpec, KernelSignature
+from tessera.runtime.signature import DYNAMIC, BufferSpec, GridDim, KernelSignature
 
 KERNEL_ATTR = "tsr.kernel"
 OUTPUTS_ATTR = "tsr.outputs"
@@ -90,26 +98,46 @@ def analyze_kernel(fn: func.FuncOp) -> KernelForm:
     _check_stores(fn, outputs, where)
     _check_grid_fits(parallel, grid, where)
     args = tuple(
-        BufferSpec(tuple(t.get_shape()), tuple(int(s) for s in t.get_strides()), _dtype_name(fn, i, t, where), i in outputs)
+        BufferSpec(sizes_of(t), static_strides(t), _dtype_name(fn, i, t, where), i in outputs)
         for i, t in enumerate(types)
     )
     return KernelForm(fn, KernelSignature(name, grid, args), parallel, types)
 
 
+def sizes_of(t: MemRefType) -> tuple[int, ...]:
+    """The sizes of ``t``, ``DYNAMIC`` (-1, the runtime's spelling) where known only at run time."""
+    return tuple(DYNAMIC if n == DYNAMIC_INDEX else n for n in t.get_shape())
+
+
 def static_strides(t: MemRefType) -> tuple[int, ...]:
-    return tuple(int(s) for s in t.get_strides())
+    """The strides of ``t``, ``DYNAMIC`` (-1) where known only at run time."""
+    return tuple(DYNAMIC if s is None else int(s) for s in t.get_strides())
+
+
+def dynamic_slots(types) -> dict[tuple[int, str, int], int]:
+    """Where each dynamic size and stride of the arguments ``types`` sits in a
+    dynamic kernel's dims array: ``(arg, "size" | "stride", dim) -> slot``
+    (``KernelSignature.dims_of`` fills it in this order)."""
+    slots: dict[tuple[int, str, int], int] = {}
+    for i, t in enumerate(types):
+        for d, n in enumerate(sizes_of(t)):
+            if n == DYNAMIC:
+                slots[(i, "size", d)] = len(slots)
+        for d, s in enumerate(static_strides(t)):
+            if s == DYNAMIC:
+                slots[(i, "stride", d)] = len(slots)
+    return slots
 
 
 def _check_memref(t: Attribute, where: str) -> None:
     if not isinstance(t, MemRefType):
         raise CodegenError(f"{where}: kernel arguments are memrefs, got {t}")
-    if any(d < 0 for d in t.get_shape()):
-        raise CodegenError(f"{where}: memref shapes must be static, got {t}")
+    if any(d < 0 and d != DYNAMIC for d in sizes_of(t)):
+        raise CodegenError(f"{where}: memref sizes must be non-negative or '?', got {t}")
     layout = t.layout
     if isinstance(layout, StridedLayoutAttr):
-        strides = layout.get_strides()
-        if any(s is None for s in strides) or not isinstance(layout.offset, IntAttr) or layout.offset.data != 0:
-            raise CodegenError(f"{where}: strides must be static with offset 0, got {layout}")
+        if not isinstance(layout.offset, IntAttr) or layout.offset.data != 0:
+            raise CodegenError(f"{where}: strides must have offset 0, got {layout}")
     elif not isinstance(layout, NoneAttr):
         raise CodegenError(f"{where}: layout must be strided<[...]> or the identity, got {layout}")
 
@@ -132,9 +160,10 @@ def _top_level_parallel(fn: func.FuncOp, where: str) -> scf.ParallelOp:
         raise CodegenError(f"{where}: the body needs exactly one top-level scf.parallel, found {len(parallels)}")
     if not isinstance(ops[-1], func.ReturnOp) or ops[-2] is not parallels[0]:
         raise CodegenError(f"{where}: the body must end with the scf.parallel and func.return")
-    stray = [op.name for op in ops[:-2] if not op.name.startswith("arith.") and op.name != "memref.alloca"]
+    stray = [op.name for op in ops[:-2] if not op.name.startswith("arith.") and op.name not in ("memref.alloca", "memref.dim")]
     if stray:
-        raise CodegenError(f"{where}: only arith ops and memref.alloca may precede the scf.parallel, found {stray[0]}")
+        raise CodegenError(f"{where}: only arith ops, memref.dim and memref.alloca may precede the scf.parallel, "
+                           f"found {stray[0]}")
     if parallels[0].initVals:
         raise CodegenError(f"{where}: the top-level scf.parallel may not reduce (it has init values)")
     return parallels[0]
@@ -147,14 +176,30 @@ def constant_index(v: SSAValue) -> int | None:
     return None
 
 
-def _grid(par: scf.ParallelOp, where: str) -> tuple[int, ...]:
+def argument_dim(v: SSAValue) -> tuple[int, int] | None:
+    """``(arg, dim)`` when ``v`` is ``memref.dim`` of a kernel argument at a constant dim."""
+    op = v.owner
+    if isinstance(op, memref.DimOp) and isinstance(op.source, BlockArgument) \
+            and isinstance(op.source.owner.parent_op(), func.FuncOp) and (d := constant_index(op.index)) is not None:
+        return op.source.index, d
+    return None
+
+
+def _grid(par: scf.ParallelOp, where: str) -> tuple[GridDim, ...]:
     for what, vals, want in (("lower bounds", par.lowerBound, 0), ("steps", par.step, 1)):
         if any(constant_index(v) != want for v in vals):
             raise CodegenError(f"{where}: scf.parallel {what} must be constant {want}")
-    grid = tuple(constant_index(v) for v in par.upperBound)
-    if any(g is None or g < 0 for g in grid):
-        raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants")
-    return grid  # type: ignore[return-value]
+    grid: list[GridDim] = []
+    for v in par.upperBound:
+        g = constant_index(v)
+        extent: GridDim | None = g if g is not None and g >= 0 else argument_dim(v)
+        if isinstance(extent, tuple) and (n := sizes_of(v.owner.source.type)[extent[1]]) != DYNAMIC:
+            extent = n  # the dim of a static size
+        if extent is None:
+            raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants "
+                               "or memref.dim of an argument")
+        grid.append(extent)
+    return tuple(grid)
 
 
 def _grid_offset(v: SSAValue, ivs: dict[SSAValue, int]) -> tuple[int, int] | None:
@@ -172,7 +217,7 @@ def _grid_offset(v: SSAValue, ivs: dict[SSAValue, int]) -> tuple[int, int] | Non
     return None
 
 
-def _check_grid_fits(par: scf.ParallelOp, grid: tuple[int, ...], where: str) -> None:
+def _check_grid_fits(par: scf.ParallelOp, grid: tuple[GridDim, ...], where: str) -> None:
     """A load or store indexed by a grid index (plus a constant), outside any
     ``scf.if``, must stay inside its memref for every grid point: a grid that
     runs past a buffer is refused, not emitted.
@@ -183,10 +228,10 @@ def _check_grid_fits(par: scf.ParallelOp, grid: tuple[int, ...], where: str) -> 
     for op in par.walk():
         if not isinstance(op, (memref.LoadOp, memref.StoreOp)) or _inside_if(op, par):
             continue
-        shape = op.memref.type.get_shape()
+        shape = sizes_of(op.memref.type)
         for i, index in enumerate(op.indices):
             hit = _grid_offset(index, ivs)
-            if hit is None or not grid[hit[0]]:
+            if hit is None or not isinstance(grid[hit[0]], int) or not grid[hit[0]] or shape[i] == DYNAMIC:
                 continue
             lo, hi = hit[1], grid[hit[0]] - 1 + hit[1]
             if lo < 0 or hi >= shape[i]:

@@ -17,16 +17,17 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from tessera.compiler.codegen import lower_arith, lower_math, lower_memref, lower_vector
 from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module
+from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module, dynamic_slots, sizes_of, static_strides
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.codegen.types import I64, llvm_type
 from tessera.compiler.ir_io import op_location
+from tessera.runtime.signature import DYNAMIC
 
 LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS, **lower_vector.LOWERINGS}
 
@@ -54,7 +55,9 @@ class KernelEmitter:
 
     # -- driver --------------------------------------------------------------------------
     def emit(self) -> ir.Function:
-        fn, pointers = self.target.declare_kernel(self.module, self.name, len(self.form.arg_types))
+        types = self.form.arg_types
+        slots = dynamic_slots(types)
+        fn, pointers = self.target.declare_kernel(self.module, self.name, len(types), len(slots))
         for attr in self.target.function_attributes():
             fn.attributes.add(attr)
         for key, value in self.target.string_function_attributes().items():
@@ -63,11 +66,16 @@ class KernelEmitter:
         self.entry = fn.append_basic_block("entry")
         start = fn.append_basic_block("start")
         self.b = ir.IRBuilder(start)
+        dims = self.target.read_dims(ir.IRBuilder(self.entry), fn, len(types), len(slots)) if slots else []
+        self._dims = {id(pointers[i]): {(kind, d): dims[k] for (j, kind, d), k in slots.items() if j == i}
+                      for i in range(len(types))}
         for arg, ptr in zip(self.form.func.body.block.args, pointers, strict=True):
             self.values[arg] = ptr
+        grid = [g if isinstance(g, int) else self.size_of(pointers[g[0]], types[g[0]], g[1])
+                for g in self.form.signature.grid]
         for op in self.form.func.body.block.ops:
             if op is self.form.parallel:
-                self.target.emit_grid(self.b, fn, self.form.signature.grid, self._grid_point)
+                self.target.emit_grid(self.b, fn, grid, self._grid_point)
             elif op.name != "func.return":
                 self.emit_op(op)
         ir.IRBuilder(self.entry).branch(start)
@@ -83,6 +91,16 @@ class KernelEmitter:
     # -- helpers used by the lowering tables ---------------------------------------------
     def convert(self, x: ir.Value, to: ir.Type) -> ir.Value:
         return convert_float(self.b, x, to, self.target.native_f16_convert, self.target.native_bf16_convert)
+
+    def size_of(self, base: ir.Value, t: MemRefType, d: int) -> ir.Value:
+        """The size of the memref argument ``base`` (of type ``t``) along ``d``."""
+        n = sizes_of(t)[d]
+        return ir.Constant(I64, n) if n != DYNAMIC else self._dims[id(base)][("size", d)]
+
+    def strides_of(self, base: ir.Value, t: MemRefType) -> list[int | ir.Value]:
+        """The strides of the memref ``base`` points to: numbers, and the run-time
+        values of a kernel argument's dynamic strides."""
+        return [s if s != DYNAMIC else self._dims[id(base)][("stride", d)] for d, s in enumerate(static_strides(t))]
 
     def entry_alloca(self, element: ir.Type, count: int) -> ir.Value:
         """``count`` elements of stack scratch, allocated once per call in the entry block."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from tessera.compiler.codegen.types import PTR
+from tessera.compiler.codegen.types import I64, PTR
 
 BodyEmitter = Callable[[ir.IRBuilder, Sequence[ir.Value]], None]
 """Emits one grid point's body at the builder's position, given the parallel indices (i64)."""
@@ -80,13 +80,21 @@ class LlvmTarget:
             out["prefer-vector-width"] = str(self.prefer_vector_width)
         return out
 
-    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int) -> tuple[ir.Function, list[ir.Value]]:
-        """The kernel's LLVM function and its buffer pointer arguments."""
+    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int,
+                       num_dims: int = 0) -> tuple[ir.Function, list[ir.Value]]:
+        """The kernel's LLVM function and its buffer pointer arguments; a kernel
+        with ``num_dims`` dynamic sizes and strides takes them too (:meth:`read_dims`)."""
         raise NotImplementedError
 
-    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int], body: BodyEmitter) -> None:
-        """Walk this call's share of ``grid``, calling ``body`` once per point; ends
-        with the function's ``ret``."""
+    def read_dims(self, builder: ir.IRBuilder, fn: ir.Function, num_buffers: int, num_dims: int) -> list[ir.Value]:
+        """The dynamic sizes and strides of a kernel declared with ``num_dims``, as
+        ``i64`` values at the builder's position (the function's entry)."""
+        raise NotImplementedError
+
+    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
+                  body: BodyEmitter) -> None:
+        """Walk this call's share of ``grid`` (extents: numbers, or ``i64`` values
+        of a dynamic kernel), calling ``body`` once per point; ends with the function's ``ret``."""
         raise NotImplementedError
 
     # -- artifacts --------------------------------------------------------------------
@@ -95,3 +103,8 @@ class LlvmTarget:
 
     def emit_assembly(self, module: llvm.ModuleRef) -> str:
         return self.target_machine.emit_assembly(module)
+
+
+def extent(g: int | ir.Value, ty: ir.IntType = I64) -> ir.Value:
+    """A grid extent as an LLVM value of ``ty``."""
+    return ir.Constant(ty, g) if isinstance(g, int) else g

@@ -6,6 +6,9 @@
     %p = getelementptr inbounds float, ptr %x, i64 %o
     %v = load float, ptr %p, align 4
 
+A dynamic stride (``strided<[?, 1]>``) is the kernel's run-time value of it
+(``KernelEmitter.strides_of``), and ``memref.dim`` of a dynamic size reads it likewise.
+
 ``i1`` elements are bytes (torch's bool): loaded as ``i8 != 0`` and stored zero-extended.
 ``memref.alloca`` becomes an ``alloca`` in the function's entry block (allocated once per call).
 """
@@ -19,9 +22,10 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation
 
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.kernel_form import static_strides
+from tessera.compiler.codegen.kernel_form import constant_index, static_strides
 from tessera.compiler.codegen.lower_arith import Lowering
 from tessera.compiler.codegen.types import I1, I8, I64, byte_size, llvm_type
+from tessera.compiler.ir_io import op_location
 
 if TYPE_CHECKING:
     from tessera.compiler.codegen.llvm_emitter import KernelEmitter
@@ -32,10 +36,13 @@ def element_address(em: KernelEmitter, base: ir.Value, t: MemRefType, indices: l
     elem = llvm_type(t.get_element_type())
     storage = I8 if elem == I1 else elem
     offset: ir.Value | None = None
-    for idx, stride in zip(indices, static_strides(t), strict=True):
+    for idx, stride in zip(indices, em.strides_of(base, t), strict=True):
         if stride == 0:
             continue
-        term = idx if stride == 1 else b.mul(idx, ir.Constant(I64, stride), flags=["nsw"])
+        if isinstance(stride, int):
+            term = idx if stride == 1 else b.mul(idx, ir.Constant(I64, stride), flags=["nsw"])
+        else:
+            term = b.mul(idx, stride, flags=["nsw"])
         offset = term if offset is None else b.add(offset, term, flags=["nsw"])
     if offset is None:
         return base, storage
@@ -70,7 +77,15 @@ def _alloca(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Valu
     return [em.entry_alloca(storage, max(extent, 1))]
 
 
+def _dim(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    d = constant_index(op.index)
+    if d is None:
+        raise CodegenError(f"kernel @{em.name}: memref.dim needs a constant dim", op_location(op))
+    return [em.size_of(a[0], op.source.type, d)]
+
+
 LOWERINGS: dict[str, Lowering] = {
+    "memref.dim": _dim,
     "memref.load": _load,
     "memref.store": _store,
     "memref.alloca": _alloca,

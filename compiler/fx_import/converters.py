@@ -13,6 +13,7 @@ from operator import getitem
 from typing import TYPE_CHECKING, Any
 
 import torch
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -29,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import i64_array
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, shape_of
 
 if TYPE_CHECKING:
     from .importer import FxImporter
@@ -221,15 +222,79 @@ def _copy(imp, node, x, *_, **__):
     aten.flatten.using_ints,
 )
 def _reshape(imp, node, x, *_):
-    return emit1(imp, node, tsr.ReshapeOp.create(operands=[imp.operand(x)], result_types=[rtype(node)]))
+    return reshape_to(imp, node, imp.operand(x), rtype(node), _size_list(node))
+
+
+def _size_list(node) -> list | None:
+    """The target sizes an ATen reshape names (ints and size nodes), or None (squeeze & co.)."""
+    if node.target in (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.as_strided.default):
+        return list(node.args[1])
+    return None
+
+
+def reshape_to(imp, node, x: SSAValue, t: TensorType, sizes: list | None) -> SSAValue:
+    """``tsr.reshape`` of ``x`` to ``t``; a dynamic dim of ``t`` gets its size from
+    ``sizes`` (the graph's size nodes, or ``-1``), else as the product of the
+    input dims it is made of (``tsr.dim``: a squeeze, unsqueeze or flatten).
+
+        %n = tsr.dim %x {dim = 0 : i64} : (tensor<?x16x1x1xf32>) -> i64
+        %r = tsr.reshape %x, %n : (tensor<?x16x1x1xf32>, i64) -> tensor<?x16xf32>
+    """
+    out = t.get_shape()
+    operands = []
+    for d, n in enumerate(out):
+        if n != DYNAMIC:
+            continue
+        if sizes is not None:
+            v = sizes[d]
+            operands.append(imp.operand(v) if isinstance(v, torch.fx.Node) else imp._size(int(v)))
+            continue
+        dims = _source_dims(shape_of(x.type), out, d)
+        size = None
+        for k in dims:
+            dim = imp.emit(tsr.DimOp(x, k)).results[0]
+            size = dim if size is None else imp.emit(arith.MuliOp(size, dim)).results[0]
+        operands.append(size)
+    return emit1(imp, node, tsr.ReshapeOp.create(operands=[x, *operands], result_types=[t]))
+
+
+def _source_dims(src, dst, d: int) -> list[int]:
+    """The dims of ``src`` whose sizes multiply to dim ``d`` of ``dst``, for a
+    reshape that keeps dims other than size-1 ones and merges at most one run
+    (squeeze, unsqueeze, flatten): matched from both ends."""
+    lead = 0
+    while lead < min(len(src), len(dst)) and src[lead] == dst[lead] and lead <= d:
+        if lead == d:
+            return [lead]
+        lead += 1
+    tail = 0
+    while tail < min(len(src), len(dst)) - lead and src[-1 - tail] == dst[-1 - tail]:
+        if len(dst) - 1 - tail == d:
+            return [len(src) - 1 - tail]
+        tail += 1
+    dst_mid = [k for k in range(lead, len(dst) - tail) if dst[k] != 1]
+    src_mid = [k for k in range(lead, len(src) - tail) if src[k] != 1]
+    if dst_mid == [d]:
+        return src_mid
+    if len(dst_mid) == len(src_mid) and d in dst_mid:
+        return [src_mid[dst_mid.index(d)]]
+    raise NotConvertible("a reshape of symbolic sizes that is not a squeeze, unsqueeze or flatten")
+
+
+@converts(aten.sym_size.int)
+def _sym_size(imp, node, x, dim):
+    rank = len(node.args[0].meta["val"].shape)
+    return imp.emit(tsr.DimOp(imp.operand(x), dim % rank), node.name).results[0]
 
 
 @converts(aten.as_strided.default)
 def _as_strided(imp, node, x, size, stride, offset=None):
-    """An ``as_strided`` that only re-views a dense row-major tensor is a reshape."""
-    src = node.args[0].meta["val"]
-    dense = list(stride) == list(tsr.layout.strides_for(size, range(len(size))))
-    if offset or not src.is_contiguous() or not dense or torch.Size(size).numel() != src.numel():
+    """An ``as_strided`` that only re-views a dense row-major tensor is a reshape
+    (sizes may be symbolic: read from the traced values, compared without guards)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    src, out = node.args[0].meta["val"], node.meta["val"]
+    if offset or not known(src.is_contiguous()) or not known(out.is_contiguous()) or not known(out.numel() == src.numel()):
         raise NotConvertible("as_strided is not a reshape")
     return _reshape(imp, node, x)
 
@@ -297,7 +362,7 @@ def _select_op(imp, node, x, dim: int, index: int, t: TensorType) -> SSAValue:
     kept = shape[:dim] + [1] + shape[dim + 1 :]
     mid = TensorType(t.get_element_type(), kept, tsr.LayoutAttr(layout_of(imp.operand(x).type)))
     s = _slice_op(imp, node, imp.operand(x), dim, index, index + 1, 1, mid)
-    return emit1(imp, node, tsr.ReshapeOp.create(operands=[s], result_types=[t]))
+    return reshape_to(imp, node, s, t, None)
 
 
 @converts(aten.unbind.int)

@@ -29,6 +29,7 @@ from ..host_steps import (
     Concat,
     Operand,
     PolyphaseWeight,
+    SizeOf,
     Slice,
     Torch,
     View,
@@ -176,10 +177,12 @@ def _pad(op, env, x, value):
 
 
 binds(tsr.PermuteOp)(lambda op, device: View("permute", ints(op.dims)))
-binds(tsr.ReshapeOp)(lambda op, device: View("reshape", shape_of(op.result.type)))
+binds(tsr.ReshapeOp)(lambda op, device: View("reshape", tuple(None if n == DYNAMIC else n
+                                                               for n in shape_of(op.result.type))))
 binds(tsr.ExpandOp)(lambda op, device: View("expand", shape_of(op.result.type)))
 binds(tsr.SliceOp)(lambda op, device: Slice(op.dim.value.data, op.start.value.data, op.end.value.data,
                                             op.step.value.data))
+binds(tsr.DimOp)(lambda op, device: SizeOf(op.dim.value.data))
 binds(tsr.ConcatOp)(lambda op, device: Concat(op.dim.value.data))
 binds(tsr.PolyphaseWeightOp)(lambda op, device: PolyphaseWeight(tuple(op.dims())))
 

@@ -24,8 +24,9 @@ from xdsl.dialects.builtin import IndexType, f32, i64
 from xdsl.ir import SSAValue
 
 from tessera.dialects.tsr.ops_nn import aten_nearest_step, nearest_repeat, nearest_sources
+from tessera.dialects.tsr.shapes import DYNAMIC
 
-from .kernel_builder import KernelBuilder
+from .kernel_builder import KernelBuilder, LoweringError
 
 Index = tuple[SSAValue, ...]
 
@@ -85,10 +86,11 @@ def reshape(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int
 
 
 def pad(kb: KernelBuilder, idx: Index, low: Sequence[int], high: Sequence[int],
-        src: Sequence[int]) -> tuple[Index, SSAValue | None]:
+        src: Sequence[int | SSAValue]) -> tuple[Index, SSAValue | None]:
     """The clamped source index and the in-bounds condition (None: always in
     bounds). The clamped index is always readable, so the producer can be
-    computed unconditionally and the pad value selected where out of bounds."""
+    computed unconditionally and the pad value selected where out of bounds.
+    ``src``: the input's sizes (index values where dynamic)."""
     cond: SSAValue | None = None
     out = []
     for i, lo, hi, n in zip(idx, low, high, src):
@@ -98,9 +100,10 @@ def pad(kb: KernelBuilder, idx: Index, low: Sequence[int], high: Sequence[int],
             cond = kb.both(cond, kb.cmp("sge", j, 0))
             j = kb.select(below, kb.index(0), j)
         if hi > 0:
-            above = kb.cmp("sgt", j, n - 1)
-            cond = kb.both(cond, kb.cmp("sle", kb.sub(i, lo), n - 1))
-            j = kb.select(above, kb.index(n - 1), j)
+            last = kb.sub(kb.size(n), 1)
+            above = kb.cmp("sgt", j, last)
+            cond = kb.both(cond, kb.cmp("sle", kb.sub(i, lo), last))
+            j = kb.select(above, last, j)
         out.append(j)
     return tuple(out), cond
 
@@ -126,10 +129,17 @@ def nearest_source(kb: KernelBuilder, i: SSAValue, n_in: int, n_out: int, scale:
 
 def upsample_nearest(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int],
                      scales: Sequence[float] | None) -> Index:
-    """``tsr.upsample`` (nearest): batch and channels map to themselves."""
+    """``tsr.upsample`` (nearest): batch and channels map to themselves. A
+    dynamic spatial dim needs a whole scale ``s`` (ATen then reads ``i / s``)."""
     out = list(idx[:2])
     for k, d in enumerate(range(2, len(src))):
-        out.append(nearest_source(kb, idx[d], src[d], dst[d], scales[k] if scales else None))
+        scale = scales[k] if scales else None
+        if DYNAMIC in (src[d], dst[d]):
+            if scale is None or not float(scale).is_integer():
+                raise LoweringError("a nearest upsample of a dynamic dim needs a whole scale factor")
+            out.append(kb.div(idx[d], int(scale)))
+            continue
+        out.append(nearest_source(kb, idx[d], src[d], dst[d], scale))
     return tuple(out)
 
 

@@ -37,6 +37,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of, strides_for
+from tessera.dialects.tsr.shapes import DYNAMIC
 
 from ..errors import TesseraError
 
@@ -53,15 +54,31 @@ def storage_type(elem: Attribute) -> Attribute:
 
 
 def memref_type(t: TensorType) -> MemRefType:
-    """The memref of a tensor type: static shape, its layout's strides (the
-    identity layout when they are the row-major ones)."""
+    """The memref of a tensor type: its shape, its layout's strides (the
+    identity layout when they are the row-major ones). A stride that depends
+    on a dynamic size is dynamic:
+
+        tensor<?x8x?x?xf32, #tsr.layout<nhwc>>  ->  memref<?x8x?x?xf32, strided<[?, 1, ?, 8]>>
+    """
     shape = tuple(t.get_shape())
     perm = layout_of(t)
-    strides = strides_for(shape, perm)
     elem = storage_type(t.get_element_type())
+    if DYNAMIC in shape:
+        return MemRefType(elem, shape, StridedLayoutAttr(list(dynamic_strides(shape, perm)), 0))
+    strides = strides_for(shape, perm)
     if strides == strides_for(shape, tuple(range(len(shape)))):
         return MemRefType(elem, shape)
     return MemRefType(elem, shape, StridedLayoutAttr(list(strides), 0))
+
+
+def dynamic_strides(shape: Sequence[int], perm: Sequence[int]) -> list[int | None]:
+    """The strides of dim order ``perm`` over ``shape``: None where a dynamic size is inside."""
+    strides: list[int | None] = [None] * len(shape)
+    acc: int | None = 1
+    for d in reversed(perm):
+        strides[d] = acc
+        acc = None if acc is None or shape[d] == DYNAMIC else acc * shape[d]
+    return strides
 
 
 class KernelBuilder:
@@ -137,6 +154,31 @@ class KernelBuilder:
 
     def index(self, n: int) -> SSAValue:
         return self.const(n, INDEX)
+
+    def size(self, n: int | SSAValue) -> SSAValue:
+        """A size as an index value (a number from the pool)."""
+        return self.index(n) if isinstance(n, int) else n
+
+    def dim(self, ref: SSAValue, d: int) -> SSAValue:
+        """The size of argument memref ``ref`` along ``d``: a constant, or for a
+        dynamic size ``memref.dim`` in the pool (the kernel reads it at run time)."""
+        n = ref.type.get_shape()[d]
+        if n != DYNAMIC:
+            return self.index(n)
+        key = ("dim", ref, d)
+        if key not in self._consts:
+            op = memref.DimOp.from_source_and_index(ref, self.index(d))
+            self._const_ops.append(op)
+            self._consts[key] = op.result
+        return self._consts[key]
+
+    def times(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """``a * b`` of two index values (a constant side folds to :meth:`mul`)."""
+        if (kb := self.known(b)) is not None:
+            return self.mul(a, kb)
+        if (ka := self.known(a)) is not None:
+            return self.mul(b, ka)
+        return self._arith(arith.MuliOp, a, b)
 
     def known(self, v: SSAValue) -> int | None:
         """The value of an index constant from the pool, else None."""
@@ -242,7 +284,7 @@ class KernelBuilder:
         self.emit(memref.StoreOp.get(v, ref, list(idx)))
 
     # -- structured control flow ----------------------------------------------------------
-    def for_loop(self, upper: int, inits: Sequence[SSAValue],
+    def for_loop(self, upper: int | SSAValue, inits: Sequence[SSAValue],
                  body: Callable[[SSAValue, tuple[SSAValue, ...]], Sequence[SSAValue]]) -> tuple[SSAValue, ...]:
         """``scf.for %i = 0 to upper step 1 iter_args(inits)``; ``body(i, accs)``
         returns the next accumulators (nothing without ``inits``)."""
@@ -250,7 +292,7 @@ class KernelBuilder:
         with self.inside(block):
             nxt = body(block.args[0], tuple(block.args[1:]))
             self.emit(scf.YieldOp(*nxt))
-        loop = self.emit(scf.ForOp(self.index(0), self.index(upper), self.index(1), list(inits), Region(block)))
+        loop = self.emit(scf.ForOp(self.index(0), self.size(upper), self.index(1), list(inits), Region(block)))
         return tuple(loop.results)
 
     def if_else(self, cond: SSAValue, types: Sequence[Attribute],
@@ -264,8 +306,9 @@ class KernelBuilder:
         op = self.emit(scf.IfOp(cond, list(types), Region(blocks[0]), Region(blocks[1])))
         return tuple(op.results)
 
-    def parallel(self, grid: Sequence[int], body: Callable[[tuple[SSAValue, ...]], None]) -> None:
-        """The kernel's one top-level ``scf.parallel`` over ``grid`` (``(1)`` when empty)."""
+    def parallel(self, grid: Sequence[int | SSAValue], body: Callable[[tuple[SSAValue, ...]], None]) -> None:
+        """The kernel's one top-level ``scf.parallel`` over ``grid`` (``(1)`` when
+        empty; a dynamic extent is a :meth:`dim` of an argument)."""
         grid = list(grid) or [1]
         block = Block(arg_types=[INDEX] * len(grid))
         self._blocks.append(self.entry)
@@ -274,10 +317,9 @@ class KernelBuilder:
             body(tuple(block.args))
             self.emit(scf.ReduceOp())
         zeros, ones = [self.index(0)] * len(grid), [self.index(1)] * len(grid)
-        self.emit(scf.ParallelOp(zeros, [self.index(n) for n in grid], ones, Region(block)))
+        self.emit(scf.ParallelOp(zeros, [self.size(n) for n in grid], ones, Region(block)))
         self._blocks.pop()
         self._caches.pop()
-        self.grid = tuple(grid)
 
     def finish(self) -> func.FuncOp:
         """The kernel function: the constant pool, the parallel loop, ``func.return``."""

@@ -41,9 +41,10 @@ from xdsl.printer import Printer
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
-from tessera.dialects.tsr.shapes import elem_of, shape_of
+from tessera.dialects.tsr.shapes import elem_of, is_static, shape_of
 
 from ..ir_io import op_location
+from .dim_exprs import RESULT_DIMS, encode_result_dims, result_dims
 from .kernel_builder import KernelBuilder, LoweringError, memref_type, storage_type
 from .reductions import ReductionLoops
 from .scalar_ops import Numerics, ScalarLowering
@@ -113,7 +114,7 @@ def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
                  if len(shape_of(t)) == len(shape) and [d for d in range(len(shape)) if shape_of(t)[d] != 1] == big]
     if len(dims) < 2 or not same_dims:
         return dims
-    widest = max(same_dims, key=lambda t: math.prod(shape_of(t)))
+    widest = max(same_dims, key=lambda t: math.prod(abs(n) for n in shape_of(t)))  # a dynamic size: the largest
     d_in = _loop_dims(widest)[-1]
     if d_in == dims[-1]:
         return dims
@@ -125,7 +126,7 @@ def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[
     shape as the output, contiguous along ``dims[-2]`` (moved there by
     ``_transpose_aware``), read only at the output's index, with both tiled
     dims at least a tile wide."""
-    if tile is None or len(dims) < 2 or shape[dims[-2]] < tile or shape[dims[-1]] < tile:
+    if tile is None or len(dims) < 2 or not is_static(shape) or shape[dims[-2]] < tile or shape[dims[-1]] < tile:
         return []
     return [(ref, arg.type) for arg, ref in reads
             if shape_of(arg.type) == tuple(shape) and _loop_dims(arg.type)[-1] == dims[-2]
@@ -173,6 +174,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             raise LoweringError(
                 f"the results of a pointwise tsr.fused must have one shape, got {list(shape)} and {list(shape_of(v.type))}"
             )
+    out_ref = outs[0][1]
     dims = _transpose_aware(_loop_dims(first), first, [arg.type for arg, _ in reads])
     inner = dims[-1] if dims else None
     grid_dims = dims[:-1]
@@ -200,9 +202,9 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             point({**at, inner: iv})
             return []
 
-        kb.for_loop(shape[inner], [], inner_body)
+        kb.for_loop(kb.dim(out_ref, inner), [], inner_body)
 
-    kb.parallel([shape[d] for d in grid_dims], grid_body)
+    kb.parallel([kb.dim(out_ref, d) for d in grid_dims], grid_body)
 
 
 def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list[tuple[SSAValue, Attribute]],
@@ -265,7 +267,6 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     kept_dims = [d for d in range(rank) if d not in red]
     first = outs[0][0]
     keepdim = bool(first.owner.keepdim.value.data)
-    out_shape = shape_of(first.type)
     grid_dims = _loop_dims(first.type)
 
     def out_to_in(d: int) -> int:
@@ -283,7 +284,7 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
                 idx = tuple(kept.get(d, zero) for d in kept_dims)
             scalars.store(results[r], ref, idx, elem_of(v.type))
 
-    kb.parallel([out_shape[d] for d in grid_dims], grid_body)
+    kb.parallel([kb.dim(outs[0][1], d) for d in grid_dims], grid_body)
 
 
 def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_tile: int | None = None) -> KernelProgramIR:
@@ -300,6 +301,8 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_ti
         name = f"fused_{len(by_text)}"
         try:
             kernel = lower_fused(op, name, numerics, transpose_tile)
+            dynamic = not all(is_static(shape_of(r.type)) for r in op.outs)
+            dims = encode_result_dims(result_dims(op)) if dynamic else None
         except LoweringError as e:
             raise LoweringError(e.message, e.location or op_location(op)) from None
         text = _print(kernel).replace(f"@{name}(", "@(", 1)
@@ -309,6 +312,8 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_ti
             by_text[text] = name
             kernels.body.block.add_op(kernel)
         launch = tsr.LaunchOp(name, list(op.inputs), [r.type for r in op.outs])
+        if dims is not None:
+            launch.attributes[RESULT_DIMS] = dims
         block = op.parent_block()
         block.insert_op_before(launch, op)
         for old, new in zip(op.outs, launch.outs):

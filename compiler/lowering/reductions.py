@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import elem_of, numel, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, numel, shape_of
 
 from .kernel_builder import KernelBuilder, LoweringError
 from .scalar_ops import ScalarLowering, is_unsigned, width
@@ -57,9 +58,30 @@ class ReductionLoops:
         for r in self.reductions[1:]:
             if shape_of(r.input.type) != self.shape or r.reduced_dims() != self.dims:
                 raise LoweringError("the reductions of one kernel must reduce the same dims of the same shape")
-        self.count = numel([self.shape[d] for d in self.dims])
         # Loops over the reduced dims, outermost first in the input's memory order.
         self.loop_dims = [d for d in layout_of(first.input.type) if d in self.dims and self.shape[d] != 1]
+        self.input = first.input
+        self.dynamic = not is_static([self.shape[d] for d in self.dims])
+        self.count = numel([self.shape[d] for d in self.dims]) if not self.dynamic else 0
+
+    def _extent(self, d: int) -> int | SSAValue:
+        """The input's size along reduced dim ``d`` (read inside the grid: it may take arithmetic)."""
+        return self.shape[d] if self.shape[d] != DYNAMIC else self.values.extent(self.input, d)
+
+    def _count(self, elem: Attribute, minus: float = 0.0) -> SSAValue:
+        """``max(N - minus, 0)`` in float type ``elem``, N the number of reduced elements."""
+        if not self.dynamic:
+            return self.sc.float_const(max(self.count - minus, 0.0), elem)
+        kb = self.kb
+        n = kb.index(1)
+        for d in self.dims:
+            n = kb.times(n, kb.size(self._extent(d)))
+        t = self.sc.num.compute(elem)
+        x = kb.value(arith.SIToFPOp(kb.value(arith.IndexCastOp(n, i64)), t))
+        if not minus:
+            return x
+        x = kb.value(arith.SubfOp(x, self.sc.float_const(float(minus), elem)))
+        return kb.value(arith.MaximumfOp(x, self.sc.float_const(0.0, elem)))
 
     def _acc_elem(self, r: Operation) -> Attribute:
         return self.sc.num.compute_elem(elem_of(r.result.type))
@@ -92,7 +114,7 @@ class ReductionLoops:
                 idx = tuple(at.get(d, kb.index(0)) for d in range(len(self.shape)))
                 return [step(k, idx, list(accs)) for k in keys]
             d = self.loop_dims[level]
-            return list(kb.for_loop(self.shape[d], accs, lambda iv, a: nest(level + 1, {**at, d: iv}, a)))
+            return list(kb.for_loop(self._extent(d), accs, lambda iv, a: nest(level + 1, {**at, d: iv}, a)))
 
         return nest(0, dict(kept), tuple(inits))
 
@@ -121,8 +143,7 @@ class ReductionLoops:
             if isinstance(r, tsr.VarOp):
                 key = (r.input, "sum", self._acc_elem(r))
                 if key not in means:
-                    n = sc.float_const(float(self.count), key[2])
-                    means[key] = kb.value(arith.DivfOp(first[key], n))
+                    means[key] = kb.value(arith.DivfOp(first[key], self._count(key[2])))
                     m2_keys.append((r.input, "m2", key[2]))
         second: dict[tuple, SSAValue] = {}
         if m2_keys:
@@ -142,9 +163,9 @@ class ReductionLoops:
             elem = self._acc_elem(r)
             acc = first[(r.input, _FAMILY[type(r)], elem)]
             if isinstance(r, tsr.MeanOp):
-                acc = kb.value(arith.DivfOp(acc, sc.float_const(float(self.count), elem)))
+                acc = kb.value(arith.DivfOp(acc, self._count(elem)))
             elif isinstance(r, tsr.VarOp):
-                denom = max(self.count - r.correction.value.data, 0.0)
-                acc = kb.value(arith.DivfOp(second[(r.input, "m2", elem)], sc.float_const(float(denom), elem)))
+                denom = self._count(elem, float(r.correction.value.data))
+                acc = kb.value(arith.DivfOp(second[(r.input, "m2", elem)], denom))
             out[r] = sc.convert(acc, elem, elem_of(r.result.type))
         return out

@@ -21,9 +21,10 @@ from xdsl.ir import Block, BlockArgument, SSAValue
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
-from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, ints, is_static, shape_of
 
 from . import index_maps as im
+from .dim_exprs import dim_expr
 from .kernel_builder import KernelBuilder, LoweringError
 from .scalar_ops import ScalarLowering
 
@@ -37,7 +38,22 @@ class ValueEmitter:
     def __init__(self, kb: KernelBuilder, scalars: ScalarLowering, body: Block, inputs: Sequence[SSAValue]):
         self.kb = kb
         self.sc = scalars
+        self.body = body
+        self.refs = list(inputs)
         self.inputs = dict(zip(body.args, inputs))
+
+    def sizes(self, v: SSAValue) -> list[int | SSAValue]:
+        """The sizes of body value ``v``: numbers, and index values read from the
+        input memrefs for its dynamic dims (``dim_exprs``)."""
+        return [n if n != DYNAMIC else self.extent(v, d) for d, n in enumerate(shape_of(v.type))]
+
+    def extent(self, v: SSAValue, d: int) -> SSAValue:
+        """The size of body value ``v`` along ``d`` as an index value."""
+        e = dim_expr(v, d, self.body)
+        if isinstance(e, int):
+            return self.kb.index(e)
+        kb = self.kb
+        return kb.add(kb.mul(kb.dim(self.refs[e.input], e.dim), e.mul), e.add)
 
     def at(self, v: SSAValue, idx: Index) -> SSAValue:
         """The value of ``v`` at logical index ``idx``, in its compute type."""
@@ -74,6 +90,8 @@ class ValueEmitter:
         if isinstance(op, tsr.PermuteOp):
             return self.at(op.input, im.permute(idx, ints(op.dims)))
         if isinstance(op, tsr.ReshapeOp):
+            if not is_static(shape_of(op.input.type)) or not is_static(out_shape):
+                raise LoweringError("a reshape with dynamic dims is not lowered to a kernel")
             return self.at(op.input, im.reshape(kb, idx, shape_of(op.input.type), out_shape))
         if isinstance(op, tsr.SliceOp):
             dim = op.dim.value.data % len(out_shape)
@@ -85,12 +103,14 @@ class ValueEmitter:
         if isinstance(op, tsr.UpsampleOp) and op.mode.data == "nearest":
             scales = list(op.scales.get_values()) if op.scales is not None else None
             return self.at(op.input, im.upsample_nearest(kb, idx, shape_of(op.input.type), out_shape, scales))
+        if isinstance(op, tsr.PolyphaseInterleaveOp) and not is_static(out_shape):
+            raise LoweringError("a polyphase interleave with dynamic dims is not lowered to a kernel")
         if isinstance(op, tsr.PolyphaseInterleaveOp):
             return self.at(op.input, im.polyphase_interleave(kb, idx, ints(op.scales), op.dim_shifts(), out_shape[1]))
         raise LoweringError(f"'{op.name}' cannot be computed inside a pointwise kernel")
 
     def _pad(self, op: tsr.PadOp, idx: Index) -> SSAValue:
-        src, cond = im.pad(self.kb, idx, ints(op.low), ints(op.high), shape_of(op.input.type))
+        src, cond = im.pad(self.kb, idx, ints(op.low), ints(op.high), self.sizes(op.input))
         x = self.at(op.input, src)
         if cond is None:
             return x
@@ -103,6 +123,8 @@ class ValueEmitter:
         kb = self.kb
         dim = op.dim.value.data % len(idx)
         sizes = [shape_of(x.type)[dim] for x in op.inputs]
+        if DYNAMIC in sizes:
+            raise LoweringError("a concat along a dynamic dim is not lowered to a kernel")
         offsets = im.concat_offsets(sizes)
         elem = elem_of(op.result.type)
         ctype = self.sc.num.compute(elem)

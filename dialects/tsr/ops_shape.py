@@ -4,7 +4,8 @@ expand, slice, concat. All change the *logical* shape; none is a layout change
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, TensorType, i64
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -100,20 +101,27 @@ class PermuteOp(IRDLOperation):
 
 @irdl_op_definition
 class ReshapeOp(IRDLOperation):
-    """Same elements in logical row-major order, another shape.
+    """Same elements in logical row-major order, another shape. A dynamic dim
+    of the result takes its size from ``sizes``, one ``i64`` per ``?`` in order
+    (``-1``: the size the others leave, as ATen's):
 
         %r = tsr.reshape %x : (tensor<1x4x4x8xf32>) -> tensor<1x4x32xf32>
+        %g = tsr.reshape %y, %n, %hw : (tensor<?x16x?x?xf32>, i64, i64) -> tensor<?x4x4x?xf32>
     """
 
     name = "tsr.reshape"
     input = operand_def(TensorType)
+    sizes = var_operand_def(i64)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+    assembly_format = "$input (`,` $sizes^)? attr-dict `:` functional-type(operands, results)"
 
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], "reshape")
         a, b = shape_of(self.input.type), shape_of(self.result.type)
+        if len(self.sizes) != b.count(DYNAMIC):
+            raise VerifyException(f"a reshape to {show(b)} takes {b.count(DYNAMIC)} sizes (one per '?'), "
+                                  f"got {len(self.sizes)}")
         if is_static(a) and is_static(b) and numel(a) != numel(b):
             raise VerifyException(f"cannot reshape {show(a)} ({numel(a)} elements) to {show(b)} ({numel(b)})")
         for x, y in ((a, b), (b, a)):  # a static side's elements fill the other's known dims a whole number of times
@@ -216,4 +224,29 @@ class ConcatOp(IRDLOperation):
         expect_shape(shape_of(self.result.type), out, "result")
 
 
-SHAPE_OPS = (PadOp, PermuteOp, ReshapeOp, ExpandOp, SliceOp, ConcatOp)
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The size of a tensor along ``dim`` (MLIR's ``tensor.dim``): how a graph of
+    symbolic sizes reads one (``aten.sym_size``).
+
+        %h = tsr.dim %x {dim = 2 : i64} : (tensor<?x8x?x?xf32>) -> i64
+    """
+
+    name = "tsr.dim"
+    input = operand_def(TensorType)
+    dim = prop_def(IntegerAttr)
+    result = result_def(i64)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, x: SSAValue, dim: int):
+        super().__init__(operands=[x], result_types=[i64], properties={"dim": IntegerAttr(dim, i64)})
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.input.type))
+        if not 0 <= self.dim.value.data < rank:
+            raise VerifyException(f"dim {self.dim.value.data} is out of range for a tensor of rank {rank}")
+
+
+SHAPE_OPS = (PadOp, PermuteOp, ReshapeOp, ExpandOp, SliceOp, ConcatOp, DimOp)

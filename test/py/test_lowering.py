@@ -494,10 +494,10 @@ def test_example_models_lower_and_run(name):
     assert all(not isinstance(op, tsr.FusedOp) for op in program.host.walk())
 
 
-def test_dynamic_dims_stop_at_the_kernel_stage_with_a_location():
-    """The graph and fusion passes take dynamic dims (``?``); kernels are generated for
-    static sizes only, so the kernel stage names the op and its line, and the
-    placements of such a type say why they have no strides."""
+def test_dynamic_dims_stop_at_the_metal_kernel_stage_with_a_location():
+    """The graph and fusion passes take dynamic dims (``?``); Metal kernels are
+    generated for static sizes only, so its kernel stage names the op and its
+    line, and the placements of such a type say why they have no strides."""
     from tessera.compiler.placements import DynamicPlacement, placement_of
     from tessera.compiler.stages import fuse_kernels, lower_kernels
 
@@ -508,9 +508,9 @@ def test_dynamic_dims_stop_at_the_kernel_stage_with_a_location():
         "}\n"
     )
     module = parse(text)
-    fused = fuse_kernels(module, "x86")
-    with pytest.raises(LoweringError, match=r"'tsr.exp' has dynamic dims \(tensor<\?x8xf32>\)") as err:
-        lower_kernels(fused, "x86")
+    fused = fuse_kernels(module, "metal")
+    with pytest.raises(LoweringError, match=r"'tsr.exp' has dynamic dims \(tensor<\?x8xf32>\): metal kernels") as err:
+        lower_kernels(fused, "metal")
     assert err.value.location is not None and err.value.location.line == 2
     with pytest.raises(DynamicPlacement, match="known at run time"):
         placement_of(module.body.block.ops.first.args[0].type)

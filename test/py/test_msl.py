@@ -173,7 +173,7 @@ class CppKernels:
         entry = getattr(self.lib, f"{ns}_{name}")
         threads = -(-info.threads // 64) * 64 + 64  # a rounded-up dispatch: the bound check must hold
 
-        def launcher(tensors, chunks):
+        def launcher(tensors, chunks, total):
             entry((ctypes.c_void_p * len(tensors))(*(t.data_ptr() for t in tensors)), ctypes.c_uint(threads))
 
         return Kernel(info.signature, torch.device("cpu"), launcher, RuntimeOptions(cache_dir=None), takes_tensors=True)

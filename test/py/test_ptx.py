@@ -36,6 +36,8 @@ from tessera.compiler.targets.nvptx.ptxas import ptxas_path
 from tessera.compiler.host_program import build_host_program
 from tessera.compiler.stages import run_stages
 from tessera.runtime.artifact import Artifact
+from tessera.compiler.codegen.kernel_form import dynamic_slots, kernel_functions
+from tessera.runtime.cuda import CudaKernel
 from tessera.runtime.kernel import Kernel
 from tessera.compiler.placements import in_layout
 from tessera.runtime.module import Module
@@ -99,7 +101,9 @@ class EmulatedPtx:
         target = target or NVPTXTarget()
         self.signatures = {s.name: s for s in kernel_signatures(kernels)}
         text = self._retarget(llvm_ir(kernels, target)) + TRUNC_F32_TO_BF16
-        text += "".join(self._driver(s.name, len(s.args)) for s in self.signatures.values())
+        self.num_dims = {name: len(dynamic_slots(fn.function_type.inputs.data))
+                         for fn in kernel_functions(kernels) for name in [fn.sym_name.data]}
+        text += "".join(self._driver(s.name, len(s.args), self.num_dims[s.name]) for s in self.signatures.values())
         mod = llvm.parse_assembly(text)
         mod.verify()
         cpu, features = host_cpu_and_features()
@@ -108,7 +112,8 @@ class EmulatedPtx:
         self._engine = llvm.create_mcjit_compiler(mod, tm)
         self._engine.finalize_object()
         self._fns = {
-            name: ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(s.args), ctypes.c_uint64)(
+            name: ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(s.args), *[ctypes.c_int64] * self.num_dims[name],
+                                   ctypes.c_uint64)(
                 self._engine.get_function_address(f"emu.run.{name}"))
             for name, s in self.signatures.items()
         }
@@ -128,10 +133,10 @@ class EmulatedPtx:
         return text
 
     @staticmethod
-    def _driver(name: str, nargs: int) -> str:
-        """``emu.run.NAME(args..., threads)``: threads 0 .. threads-1 in blocks of BLOCK_SIZE."""
-        params = ", ".join(f"ptr %a{i}" for i in range(nargs))
-        args = ", ".join(f"ptr %a{i}" for i in range(nargs))
+    def _driver(name: str, nargs: int, ndims: int = 0) -> str:
+        """``emu.run.NAME(args..., dims..., threads)``: threads 0 .. threads-1 in blocks of BLOCK_SIZE."""
+        params = ", ".join([f"ptr %a{i}" for i in range(nargs)] + [f"i64 %d{k}" for k in range(ndims)])
+        args = params
         return f"""
 define void @"emu.run.{name}"({params}, i64 %n) {{
 entry:
@@ -156,19 +161,27 @@ done:
 }}
 """
 
-    def launch_threads(self, name: str, pointers, threads: int | None = None) -> None:
+    def launch_threads(self, name: str, pointers, threads: int | None = None, total: int | None = None) -> None:
         """Run threads ``[0, threads)``; all of the launch the runtime makes by default
-        (``ceil(prod(grid) / 256)`` whole blocks, the tail past the grid included)."""
-        total = self.signatures[name].grid_size
+        (``ceil(prod(grid) / 256)`` whole blocks, the tail past the grid included).
+        A dynamic kernel's pointers end with its dims (``CudaKernel.dims_arguments``)."""
+        total = self.signatures[name].grid_size if total is None else total
         self._fns[name](*pointers, math.ceil(total / BLOCK_SIZE) * BLOCK_SIZE if threads is None else threads)
 
     def module(self) -> Module:
-        """A runtime Module whose kernels run emulated on CPU tensors."""
+        """A runtime Module whose kernels run emulated on CPU tensors, launched as ``runtime/cuda.py`` does."""
         opts = RuntimeOptions(cache_dir=None)
-        kernels = {name: Kernel(sig, torch.device("cpu"), lambda p, _c, name=name: self.launch_threads(name, p), opts)
+        kernels = {name: _EmulatedKernel(sig, torch.device("cpu"),
+                                         lambda p, _c, total, name=name: self.launch_threads(name, p, total=total), opts)
                    for name, sig in self.signatures.items()}
         art = Artifact("ptx", "ptx", b"", tuple(self.signatures.values()))
         return Module(art, kernels, keepalive=self)
+
+
+class _EmulatedKernel(Kernel):
+    """A kernel on the emulator: dims passed as the CUDA launcher passes them (``i64`` parameters)."""
+
+    dims_arguments = CudaKernel.dims_arguments
 
 
 def run_emulated(program, gm, seed: int = 0):

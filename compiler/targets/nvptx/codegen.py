@@ -34,7 +34,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tessera.compiler.codegen.errors import CodegenError, UnknownTarget
-from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget
+from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget, extent
 from tessera.compiler.codegen.types import I32, I64
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
@@ -102,36 +102,47 @@ class NVPTXTarget(LlvmTarget):
     def buffer_pointer_type(self) -> ir.PointerType:
         return ir.PointerType(addrspace=GLOBAL)
 
-    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int) -> tuple[ir.Function, list[ir.Value]]:
-        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [self.buffer_pointer_type()] * num_buffers), name=name)
+    def declare_kernel(self, module: ir.Module, name: str, num_buffers: int,
+                       num_dims: int = 0) -> tuple[ir.Function, list[ir.Value]]:
+        """Buffers, then a dynamic kernel's sizes and strides as ``i64`` parameters."""
+        fnty = ir.FunctionType(ir.VoidType(), [self.buffer_pointer_type()] * num_buffers + [I64] * num_dims)
+        fn = ir.Function(module, fnty, name=name)
         fn.calling_convention = "ptx_kernel"
-        for i, a in enumerate(fn.args):
+        for i, a in enumerate(fn.args[:num_buffers]):
             a.name = f"arg{i}"
             a.add_attribute("noalias")
-        return fn, list(fn.args)
+        for k, a in enumerate(fn.args[num_buffers:]):
+            a.name = f"dim{k}"
+        return fn, list(fn.args[:num_buffers])
 
-    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int], body: BodyEmitter) -> None:
-        total = 1
+    def read_dims(self, builder: ir.IRBuilder, fn: ir.Function, num_buffers: int, num_dims: int) -> list[ir.Value]:
+        return list(fn.args[num_buffers:num_buffers + num_dims])
+
+    def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
+                  body: BodyEmitter) -> None:
+        static = all(isinstance(g, int) for g in grid)
+        total: int | ir.Value = 1
         for g in grid:
-            total *= g
+            total = total * g if isinstance(total, int) and isinstance(g, int) else \
+                builder.mul(extent(total), extent(g), flags=["nuw"])
         # 32-bit index math when the grid allows it (64-bit division is a long sequence on GPUs).
-        ity = I32 if total < 2**31 else I64
+        ity = I32 if static and total < 2**31 else I64
         ctaid, ntid, tid = (_sreg(builder, f"llvm.nvvm.read.ptx.sreg.{r}.x") for r in ("ctaid", "ntid", "tid"))
         if ity is I64:
             ctaid, ntid, tid = (builder.zext(v, I64) for v in (ctaid, ntid, tid))
         flat = builder.add(builder.mul(ctaid, ntid, flags=["nuw"]), tid, flags=["nuw"], name="flat")
         point = fn.append_basic_block("grid.point")
         done = fn.append_basic_block("grid.done")
-        builder.cbranch(builder.icmp_unsigned("<", flat, ir.Constant(ity, total)), point, done)
+        builder.cbranch(builder.icmp_unsigned("<", flat, extent(total, ity)), point, done)
 
         builder.position_at_end(point)
         indices: list[ir.Value] = []
         rest = flat
         for k, g in enumerate(reversed(grid)):
             outermost = k == len(grid) - 1
-            idx = rest if outermost else builder.urem(rest, ir.Constant(ity, g))
+            idx = rest if outermost else builder.urem(rest, extent(g, ity))
             if not outermost:
-                rest = builder.udiv(rest, ir.Constant(ity, g))
+                rest = builder.udiv(rest, extent(g, ity))
             indices.append(idx if ity is I64 else builder.zext(idx, I64))
         indices.reverse()
         body(builder, indices)
