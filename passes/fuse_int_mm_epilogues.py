@@ -68,7 +68,7 @@ def _flat(v: SSAValue, size: int, before: Operation, rewriter: PatternRewriter) 
     owner = v.owner
     if isinstance(owner, ReshapeOp) and _is_vector(owner.input, ((size,),)):
         return owner.input
-    flat = ReshapeOp.build(operands=[v], result_types=[TensorType(f32, [size], LayoutAttr(identity(1)))])
+    flat = ReshapeOp.build(operands=[v, []], result_types=[TensorType(f32, [size], LayoutAttr(identity(1)))])
     rewriter.insert(flat, InsertPoint.before(before))  # the chain's operands are defined by then
     return flat.result
 

@@ -119,9 +119,6 @@ class ReshapeOp(IRDLOperation):
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], "reshape")
         a, b = shape_of(self.input.type), shape_of(self.result.type)
-        if len(self.sizes) != b.count(DYNAMIC):
-            raise VerifyException(f"a reshape to {show(b)} takes {b.count(DYNAMIC)} sizes (one per '?'), "
-                                  f"got {len(self.sizes)}")
         if is_static(a) and is_static(b) and numel(a) != numel(b):
             raise VerifyException(f"cannot reshape {show(a)} ({numel(a)} elements) to {show(b)} ({numel(b)})")
         for x, y in ((a, b), (b, a)):  # a static side's elements fill the other's known dims a whole number of times
@@ -129,6 +126,9 @@ class ReshapeOp(IRDLOperation):
                 raise VerifyException(f"cannot reshape {show(a)} to {show(b)}: {numel(x)} elements are not "
                                       f"a multiple of {numel(y)}")
         expect_same_elem(self.input.type, self.result.type, "reshape")
+        if len(self.sizes) != b.count(DYNAMIC):
+            raise VerifyException(f"a reshape to {show(b)} takes {b.count(DYNAMIC)} sizes (one per '?'), "
+                                  f"got {len(self.sizes)}")
 
 
 @irdl_op_definition

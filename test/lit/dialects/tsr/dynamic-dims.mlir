@@ -49,8 +49,10 @@ func.func @linear(%x: tensor<?x512xf32>, %wt: tensor<512x10xf32>, %b: tensor<10x
   %m = tsr.matmul %x, %wt : (tensor<?x512xf32>, tensor<512x10xf32>) -> tensor<?x10xf32>
   // CHECK: tsr.addmm {{.*}} -> tensor<?x10xf32>
   %a = tsr.addmm %b, %x, %wt : (tensor<10xf32>, tensor<?x512xf32>, tensor<512x10xf32>) -> tensor<?x10xf32>
-  // CHECK: tsr.reshape {{.*}} -> tensor<?x128xf32>
-  %r = tsr.reshape %y : (tensor<?x8x4x4xf32>) -> tensor<?x128xf32>
+  // CHECK: tsr.dim %y {dim = 0 : i64} : (tensor<?x8x4x4xf32>) -> i64
+  // CHECK: tsr.reshape %y, {{.*}} : (tensor<?x8x4x4xf32>, i64) -> tensor<?x128xf32>
+  %n = tsr.dim %y {dim = 0 : i64} : (tensor<?x8x4x4xf32>) -> i64
+  %r = tsr.reshape %y, %n : (tensor<?x8x4x4xf32>, i64) -> tensor<?x128xf32>
   // CHECK: tsr.permute {{.*}} -> tensor<?x4x4x8xf32>
   %p = tsr.permute %y {dims = array<i64: 0, 2, 3, 1>} : (tensor<?x8x4x4xf32>) -> tensor<?x4x4x8xf32>
   // CHECK: tsr.expand {{.*}} -> tensor<?x8x4x10xf32>
