@@ -119,13 +119,14 @@ class _Builder:
             kernel = self.kernels.kernel(op.callee.string_value())
             outs = [self.buffer(r) for r in op.outs]
             ins = tuple(self.operand(v, op) for v in op.inputs)
-            sized = op.attributes.get(RESULT_DIMS)
+            attr = op.attributes.get(RESULT_DIMS)
+            sized = decode_result_dims(attr) if attr is not None else None
             for k, (b, r) in enumerate(zip(outs, op.outs)):
                 if sized is None:
                     self.steps.append(Alloc(b, placement_of(r.type)))
                 else:  # dynamic sizes: allocated from the inputs' on each run
-                    dims = tuple(_plain(e) for e in decode_result_dims(sized)[k])
-                    empty = SizedEmpty(dtypes.to_torch(elem_of(r.type)), dims, tuple(layout_of(r.type)), self.device)
+                    empty = SizedEmpty(dtypes.to_torch(elem_of(r.type)), sized[k],
+                                       tuple(layout_of(r.type)), self.device)
                     self.steps.append(Call(empty, ins, (b,)))
             args = ins + tuple(outs)
             self.steps.append(Launch(kernel, args))
@@ -173,11 +174,6 @@ class _Builder:
 
 VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp, tsr.DimOp)
 """Ops that ATen computes as views of their operand when left on the host (no data moves)."""
-
-
-def _plain(e) -> tuple[int, int, int, int]:
-    """A size of ``dim_exprs`` as plain numbers ``(input, dim, mul, add)`` (input -1: the number ``add``)."""
-    return (-1, 0, 0, e) if isinstance(e, int) else (e.input, e.dim, e.mul, e.add)
 
 
 def _count_host_op(report: GraphReport, op: Operation) -> None:

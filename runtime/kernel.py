@@ -11,7 +11,6 @@ strides it knows, and is given the others, and its grid, on each launch.
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -110,12 +109,10 @@ class Kernel:
                 raise SignatureMismatch(f"{where}: tensor is on {t.device}, the kernel runs on {self.device}")
             if t.dtype != dtype:
                 raise SignatureMismatch(f"{where}: dtype {t.dtype} != expected {dtype}")
-            if self.dynamic:
-                _check_known(t, spec.shape, spec.strides, where)
-            elif tuple(t.shape) != spec.shape:
-                raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} != expected {spec.shape}")
-            elif not same_strides(spec.shape, t.stride(), spec.strides):
-                raise SignatureMismatch(f"{where}: strides {t.stride()} != expected {spec.strides}")
+            if t.dim() != len(spec.shape) or any(n not in (DYNAMIC, m) for n, m in zip(spec.shape, t.shape)):
+                raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} != expected {_show(spec.shape)}")
+            if not same_strides(t.shape, t.stride(), spec.strides):
+                raise SignatureMismatch(f"{where}: strides {t.stride()} != expected {_show(spec.strides)}")
         self._check_aliasing(tensors)
 
     def _check_aliasing(self, tensors: Sequence[torch.Tensor]) -> None:
@@ -127,12 +124,9 @@ class Kernel:
                     raise SignatureMismatch(f"kernel @{self.name}: output argument #{i} overlaps argument #{j} in memory")
 
 
-def _check_known(t: torch.Tensor, shape: Sequence[int], strides: Sequence[int], where: str) -> None:
-    """The sizes and strides a dynamic kernel was compiled for, where it knows them."""
-    if t.dim() != len(shape) or any(n not in (DYNAMIC, m) for n, m in zip(shape, t.shape)):
-        raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} does not fit {tuple('?' if n < 0 else n for n in shape)}")
-    if math.prod(t.shape) and any(s not in (DYNAMIC, u) and m != 1 for s, u, m in zip(strides, t.stride(), t.shape)):
-        raise SignatureMismatch(f"{where}: strides {t.stride()} do not fit {tuple('?' if s < 0 else s for s in strides)}")
+def _show(sizes: Sequence[int]) -> str:
+    """Sizes or strides as an error prints them, ``?`` where dynamic: ``(?, 8)``."""
+    return "(" + ", ".join("?" if n == DYNAMIC else str(n) for n in sizes) + (",)" if len(sizes) == 1 else ")")
 
 
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:

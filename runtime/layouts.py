@@ -84,5 +84,6 @@ def in_layout(t: torch.Tensor, placement: Placement | OrderPlacement) -> torch.T
 
 def same_strides(shape: Sequence[int], strides: Sequence[int], expected: Sequence[int]) -> bool:
     """Strides that address the same elements as ``expected``: a dim of size 1
-    may have any stride, and an empty tensor addresses nothing."""
-    return 0 in shape or all(s == e or n == 1 for s, e, n in zip(strides, expected, shape))
+    may have any stride, an empty tensor addresses nothing, and an expected
+    stride of ``-1`` (a kernel's dynamic stride) is any."""
+    return 0 in shape or all(s == e or n == 1 or e == -1 for s, e, n in zip(strides, expected, shape))

@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array
 
 if TYPE_CHECKING:
     from .importer import FxImporter
@@ -222,7 +222,8 @@ def _copy(imp, node, x, *_, **__):
     aten.flatten.using_ints,
 )
 def _reshape(imp, node, x, *_):
-    return reshape_to(imp, node, imp.operand(x), rtype(node), _size_list(node))
+    src, out = node.args[0].meta["val"].shape, node.meta["val"].shape
+    return reshape_to(imp, node, imp.operand(x), rtype(node), src, out, _size_list(node))
 
 
 def _size_list(node) -> list | None:
@@ -232,53 +233,46 @@ def _size_list(node) -> list | None:
     return None
 
 
-def reshape_to(imp, node, x: SSAValue, t: TensorType, sizes: list | None) -> SSAValue:
-    """``tsr.reshape`` of ``x`` to ``t``; a dynamic dim of ``t`` gets its size from
-    ``sizes`` (the graph's size nodes, or ``-1``), else as the product of the
-    input dims it is made of (``tsr.dim``: a squeeze, unsqueeze or flatten).
+def reshape_to(imp, node, x: SSAValue, t: TensorType, src, out, sizes: list | None = None) -> SSAValue:
+    """``tsr.reshape`` of ``x`` (traced sizes ``src``) to ``t`` (traced sizes
+    ``out``). A dynamic dim of ``t`` gets its size from ``sizes`` (the graph's
+    size nodes, or ``-1``) where the op names them, else as the product of the
+    run of input dims the shape environment proves equal to it (``tsr.dim``):
 
         %n = tsr.dim %x {dim = 0 : i64} : (tensor<?x16x1x1xf32>) -> i64
         %r = tsr.reshape %x, %n : (tensor<?x16x1x1xf32>, i64) -> tensor<?x16xf32>
     """
-    out = t.get_shape()
     operands = []
-    for d, n in enumerate(out):
+    for d, n in enumerate(t.get_shape()):
         if n != DYNAMIC:
             continue
         if sizes is not None:
             v = sizes[d]
             operands.append(imp.operand(v) if isinstance(v, torch.fx.Node) else imp._size(int(v)))
             continue
-        dims = _source_dims(shape_of(x.type), out, d)
         size = None
-        for k in dims:
+        for k in _source_run(src, out[d]):
             dim = imp.emit(tsr.DimOp(x, k)).results[0]
             size = dim if size is None else imp.emit(arith.MuliOp(size, dim)).results[0]
         operands.append(size)
     return emit1(imp, node, tsr.ReshapeOp.create(operands=[x, *operands], result_types=[t]))
 
 
-def _source_dims(src, dst, d: int) -> list[int]:
-    """The dims of ``src`` whose sizes multiply to dim ``d`` of ``dst``, for a
-    reshape that keeps dims other than size-1 ones and merges at most one run
-    (squeeze, unsqueeze, flatten): matched from both ends."""
-    lead = 0
-    while lead < min(len(src), len(dst)) and src[lead] == dst[lead] and lead <= d:
-        if lead == d:
-            return [lead]
-        lead += 1
-    tail = 0
-    while tail < min(len(src), len(dst)) - lead and src[-1 - tail] == dst[-1 - tail]:
-        if len(dst) - 1 - tail == d:
-            return [len(src) - 1 - tail]
-        tail += 1
-    dst_mid = [k for k in range(lead, len(dst) - tail) if dst[k] != 1]
-    src_mid = [k for k in range(lead, len(src) - tail) if src[k] != 1]
-    if dst_mid == [d]:
-        return src_mid
-    if len(dst_mid) == len(src_mid) and d in dst_mid:
-        return [src_mid[dst_mid.index(d)]]
-    raise NotConvertible("a reshape of symbolic sizes that is not a squeeze, unsqueeze or flatten")
+def _source_run(src, size) -> list[int]:
+    """The dims of a run of ``src`` whose sizes multiply to the symbolic ``size``,
+    proven without adding guards (size-1 dims left out): ``[2, 3]`` for
+    ``s1*s2`` of ``(s0, 16, s1, s2)``."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    for i in range(len(src)):
+        prod, run = 1, []
+        for j in range(i, len(src)):
+            prod *= src[j]
+            if not (isinstance(src[j], int) and src[j] == 1):
+                run.append(j)
+            if known(prod == size):
+                return run
+    raise NotConvertible(f"a reshape to the symbolic size {size} that is no product of a run of its input's")
 
 
 @converts(aten.sym_size.int)
@@ -360,9 +354,10 @@ def _select_op(imp, node, x, dim: int, index: int, t: TensorType) -> SSAValue:
     slice of size 1 reshaped without it, to type ``t``."""
     shape = list(node.args[0].meta["val"].shape)
     kept = shape[:dim] + [1] + shape[dim + 1 :]
-    mid = TensorType(t.get_element_type(), kept, tsr.LayoutAttr(layout_of(imp.operand(x).type)))
+    mid = TensorType(t.get_element_type(), [n if isinstance(n, int) else DYNAMIC for n in kept],
+                     tsr.LayoutAttr(layout_of(imp.operand(x).type)))
     s = _slice_op(imp, node, imp.operand(x), dim, index, index + 1, 1, mid)
-    return reshape_to(imp, node, s, t, None)
+    return reshape_to(imp, node, s, t, kept, shape[:dim] + shape[dim + 1:])
 
 
 @converts(aten.unbind.int)

@@ -136,7 +136,7 @@ class FxImporter:
         if target is operator.getitem:
             src, idx = node.args
             return self.values[src][idx]
-        if target in _SIZE_ARITH:
+        if target in _SIZE_ARITH or target is operator.pow:
             return self._size_arith(node)
         if target is torch.ops.higher_order.with_effects:
             return self._with_effects(node)
@@ -155,7 +155,15 @@ class FxImporter:
     def _size_arith(self, node: torch.fx.Node) -> SSAValue:
         """Arithmetic on the graph's sizes (``s0 * 2``) as ``arith`` ops on ``i64``.
 
-            %mul = arith.muli %s0, %c2 : i64"""
+            %mul = arith.muli %s0, %c2 : i64       // s0 * 2; s0 ** 2 is muli %s0, %s0"""
+        if node.target is operator.pow:  # s ** k of a whole k >= 1 (duck-sized h * w): k - 1 products
+            base, k = node.args
+            if not isinstance(base, torch.fx.Node) or not isinstance(k, int) or k < 1:
+                raise ImportFailure(f"size arithmetic {node.format_node()}")
+            x = out = self.operand(base)
+            for _ in range(k - 1):
+                out = self.emit(arith.MuliOp(out, x), node.name).results[0]
+            return out
         a, b = (self.operand(v) if isinstance(v, torch.fx.Node) else self._size(v) for v in node.args)
         return self.emit(_SIZE_ARITH[node.target](a, b), node.name).results[0]
 

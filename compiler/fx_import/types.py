@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import NoneType, TensorType, i64
 from xdsl.ir import Attribute
 
 from tessera.dialects.tsr import LayoutAttr, dtypes
-from tessera.dialects.tsr.layout import channels_last, identity, perm_from_strides
+from tessera.dialects.tsr.layout import perm_from_strides
 from tessera.dialects.tsr.shapes import DYNAMIC
 
 from ..errors import ImportFailure
@@ -38,19 +38,21 @@ def tensor_type(val: Any) -> TensorType:
 
 
 def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
-    """The dim order of strides that may be symbolic: a contiguous or channels-last
-    tensor's, read from ``is_contiguous`` where the strides are not numbers."""
+    """The dim order of strides that may be symbolic: ``perm_from_strides`` of
+    the traced example's strides, kept where the shape environment proves each
+    dim's stride larger than the next one's (without adding guards): it holds
+    at every size."""
     if all(isinstance(s, int) for s in strides) and DYNAMIC not in shape:
         return perm_from_strides(shape, strides)
-    from torch.fx.experimental.symbolic_shapes import statically_known_true as known  # adds no guard
+    from torch.fx.experimental.symbolic_shapes import optimization_hint as hint  # adds no guard
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
 
-    rank = len(shape)
-    if known(val.is_contiguous()):
-        return identity(rank)
-    if rank in (4, 5) and known(val.is_contiguous(memory_format=torch.channels_last if rank == 4
-                                                  else torch.channels_last_3d)):
-        return channels_last(rank)
-    raise ImportFailure(f"symbolic strides {tuple(strides)} that are neither contiguous nor channels-last")
+    order = perm_from_strides([hint(n) for n in val.shape], [hint(s) for s in strides])
+    big = [d for d in order if not known(val.shape[d] == 1)]
+    if all(known(strides[a] > strides[b]) or (a < b and known(strides[a] == strides[b]))
+           for a, b in zip(big, big[1:])):
+        return order
+    raise ImportFailure(f"symbolic strides {tuple(strides)} whose order depends on the sizes")
 
 
 def value_type(val: Any) -> Attribute:

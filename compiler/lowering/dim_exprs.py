@@ -44,10 +44,6 @@ class Affine:
     def shifted(self, k: int) -> Affine:
         return Affine(self.input, self.dim, self.mul, self.add + k)
 
-    def of(self, sizes: Sequence[Sequence[int]]) -> int:
-        """The value for inputs of sizes ``sizes``."""
-        return sizes[self.input][self.dim] * self.mul + self.add
-
 
 DimExpr = int | Affine
 
@@ -118,16 +114,19 @@ from the inputs' (what the host allocates): per result, four numbers per dim,
 
 
 def encode_result_dims(dims: Sequence[Sequence[DimExpr]]) -> ArrayAttr:
-    return ArrayAttr([DenseArrayBase.from_list(i64, [x for e in result for x in _encode(e)]) for result in dims])
+    return ArrayAttr([DenseArrayBase.from_list(i64, [x for e in result for x in plain(e)]) for result in dims])
 
 
-def _encode(e: DimExpr) -> tuple[int, int, int, int]:
+def plain(e: DimExpr) -> tuple[int, int, int, int]:
+    """A size as ``(input, dim, mul, add)``, input ``-1`` for the number ``add``
+    (what the host's ``SizedEmpty`` evaluates)."""
     return (-1, 0, 0, e) if isinstance(e, int) else (e.input, e.dim, e.mul, e.add)
 
 
-def decode_result_dims(attr: ArrayAttr) -> list[list[DimExpr]]:
+def decode_result_dims(attr: ArrayAttr) -> list[tuple[tuple[int, int, int, int], ...]]:
+    """Each result's sizes of a ``tsr.result_dims`` attribute, as :func:`plain` numbers."""
     out = []
     for arr in attr.data:
         flat = [int(x) for x in arr.get_values()]
-        out.append([flat[k + 3] if flat[k] < 0 else Affine(*flat[k:k + 4]) for k in range(0, len(flat), 4)])
+        out.append(tuple((flat[k], flat[k + 1], flat[k + 2], flat[k + 3]) for k in range(0, len(flat), 4)))
     return out

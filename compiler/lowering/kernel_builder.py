@@ -167,7 +167,7 @@ class KernelBuilder:
             return self.index(n)
         key = ("dim", ref, d)
         if key not in self._consts:
-            op = memref.DimOp.from_source_and_index(ref, self.index(d))
+            op = memref.DimOp(ref, self.index(d))
             self._const_ops.append(op)
             self._consts[key] = op.result
         return self._consts[key]

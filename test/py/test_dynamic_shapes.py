@@ -297,3 +297,35 @@ def test_a_graph_of_symbolic_sizes_imports_with_dynamic_dims():
         for m, what in ((module, "imported"), (optimized, "after the graph passes")):
             (got,) = interpret(m, *inputs)
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, msg=f"{what} at {shape}")
+
+
+class _GroupNormBlock(nn.Module):
+    """GroupNorm (a view merging h and w: ``s1 * s2``, or ``s1 ** 2`` at square
+    sizes), SiLU, a pad and a nearest upsample, on a slice of the input: a
+    strided view of symbolic strides."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.norm, self.conv2 = nn.Conv2d(4, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.Conv2d(16, 8, 3)
+
+    def forward(self, x):
+        y = nn.functional.silu(self.norm(self.conv1(x[:, :4])))
+        y = nn.functional.interpolate(nn.functional.pad(y, (1, 1, 1, 1)), scale_factor=2.0, mode="nearest")
+        return self.conv2(y).mean(dim=(2, 3)), y.sum()
+
+
+@pytest.mark.parametrize("sizes", [[(2, 6, 8, 8), (3, 6, 12, 12), (5, 6, 7, 7)],
+                                   [(2, 6, 8, 10), (3, 6, 12, 9), (5, 6, 6, 13)]])
+def test_a_group_norm_block_compiles_once_for_dynamic_sizes(sizes):
+    """Every graph of the block compiles with kernels that take their sizes at
+    run time (none per size class), at square and oblong sizes, matching eager."""
+    torch.manual_seed(0)
+    model = _GroupNormBlock().eval()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in sizes:
+            x = torch.randn(shape)
+            (a, s), (ea, es) = compiled(x), model(x)
+            _close(a, ea, f"mean at {shape}")
+            _close(s, es, f"sum at {shape}")
+    assert reports and all(r.dynamic for r in reports), [r.summary() for r in reports]

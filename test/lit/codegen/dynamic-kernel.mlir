@@ -4,6 +4,10 @@
 // its dynamic strides); on NVPTX as i64 parameters, the grid their product.
 // RUN: compilerctl translate %s --target x86 --emit llvm | filecheck %s
 // RUN: compilerctl translate %s --target ptx --emit ptx | filecheck %s --check-prefix=PTX
+// Metal prints static sizes only: the kernel is refused, not printed with a stride of -1.
+// RUN: not compilerctl translate %s --target metal --emit msl 2>&1 | filecheck %s --check-prefix=METAL
+
+// METAL: error: kernel @relu_nhwc: the metal target prints static sizes only
 
 // The 7 dims: in0's sizes n, w and stride of n; out0's sizes n, w and strides of n, c.
 // CHECK: define void @relu_nhwc(ptr noalias {{.*}}%arg0, ptr noalias {{.*}}%arg1, ptr noalias {{.*}}%dims, i64 %lo, i64 %hi)

@@ -119,6 +119,9 @@ class KernelPrinter:
         self.current: Operation | None = None  # the op being printed, for error locations
         if not _IDENT.match(self.name) or self.name in _RESERVED:
             raise CodegenError(f"kernel @{self.name}: the name is not a valid Metal identifier")
+        if form.signature.dynamic:
+            raise CodegenError(f"kernel @{self.name}: the metal target prints static sizes only; this kernel "
+                               "takes sizes at run time")
         self.index = index_type(self._largest_index())
         if form.signature.grid_size > 2**32 - 1:
             raise CodegenError(f"kernel @{self.name}: grid of {form.signature.grid_size} points exceeds "
