@@ -367,7 +367,8 @@ def _runs_on(target: targets.Target, device_type: str) -> bool:
 
 
 def _reason(e: Exception) -> str:
-    """An exception as one line of a report."""
+    """An exception as one line of a report (its traceback logged at DEBUG)."""
+    log.debug("tessera: the exception behind a report's reason", exc_info=e)
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}"
 

@@ -4,6 +4,7 @@ kernel lowering and a host program's weight step (which loads with no IR) share 
 
     d = PolyphaseDim(scale=2, kernel=3, padding=1)
     d.taps, d.first, d.shifts        # 2, (-1, 0), (0, 1)
+    d.pads, d.conv_size(32)          # (1, 1), 33
     polyphase_weight([d, d], w)      # [C_out, C_in, 3, 3] -> [4*C_out, C_in, 2, 2]
 """
 
@@ -54,10 +55,12 @@ class PolyphaseDim:
         """Where phase ``a``'s rows start in the polyphase conv's output."""
         return tuple(f - self.first[0] for f in self.first)
 
-    def pads(self, n: int) -> tuple[int, int]:
-        """Low/high padding of an ``n``-long input for the polyphase conv."""
+    @cached_property
+    def pads(self) -> tuple[int, int]:
+        """Low/high padding of the input for the polyphase conv (the same for every
+        input length ``n``: its output, ``conv_size(n)``, reads ``n + low + high`` rows)."""
         low = -self.first[0]
-        return low, self.conv_size(n) + self.taps - 1 - n - low
+        return low, self.shifts[-1] + self.taps - 1 - low
 
     def conv_size(self, n: int) -> int:
         """The polyphase conv's output length: every phase's ``n`` rows."""

@@ -11,6 +11,10 @@ becomes a polyphase convolution of the tensor before upsampling
     %c  = tsr.conv %xp, %wp, %bp {padding = array<i64: 0, 0>, ...} : (...) -> tensor<1x256x33x33xf32>
     %y  = tsr.polyphase_interleave %c {scales = array<i64: 2, 2>, shifts = array<i64: 0, 1, 0, 1>}
 
+Dynamic spatial sizes fold too: the phases' pads do not depend on the size
+(``PolyphaseDim.pads``), the polyphase conv's output is ``n + shift`` and the
+cost model takes a dynamic dim's ratio as the large-size limit (``taps / kernel``).
+
 Exact up to the order of the f32 sums (taps that read the same input element
 are added in the weight first). Applies to stride-1, undilated, ungrouped
 convs whose padding keeps the upsampled size (``2*padding == kernel - 1``),
@@ -38,7 +42,7 @@ from xdsl.pattern_rewriter import (
 
 from tessera.dialects import tsr
 from tessera.dialects.polyphase import PolyphaseDim
-from tessera.dialects.tsr.shapes import elem_of, i64_array, ints, is_static, numel, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, dim_of, elem_of, i64_array, ints, numel, shape_of
 
 MAX_FLOP_RATIO = 0.8
 
@@ -49,8 +53,6 @@ def _tensor(shape, like: TensorType) -> TensorType:
 
 
 def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp) -> list[PolyphaseDim] | None:
-    if not is_static(shape_of(up.input.type)) or not is_static(shape_of(conv.result.type)):
-        return None  # the phases' pads and the cost model are sized: dynamic sizes keep the upsample
     repeats = up.repeats()
     if repeats is None or all(r == 1 for r in repeats) or conv.groups.value.data != 1:
         return None
@@ -60,10 +62,15 @@ def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp) -> list[PolyphaseDim] | None:
     if not all(PolyphaseDim.supports(s, k, p) for s, k, p in zip(repeats, kernel, ints(conv.padding))):
         return None
     dims = [PolyphaseDim(s, k, p) for s, k, p in zip(repeats, kernel, ints(conv.padding))]
-    small = shape_of(up.input.type)[2:]
-    before = numel(shape_of(conv.result.type)[2:]) * numel(kernel)
-    after = numel([d.scale for d in dims]) * numel([d.conv_size(n) for d, n in zip(dims, small)]) * numel([d.taps for d in dims])
-    return dims if after <= MAX_FLOP_RATIO * before else None
+    ratio = numel([_flop_ratio(d, n) for d, n in zip(dims, shape_of(up.input.type)[2:])])
+    return dims if ratio <= MAX_FLOP_RATIO else None
+
+
+def _flop_ratio(d: PolyphaseDim, n: int) -> float:
+    """The polyphase conv's multiply-adds over the original's along one dim of
+    input size ``n``: ``scale * conv_size(n) * taps`` against ``scale * n * kernel``
+    (a dynamic ``n``: its large-size limit)."""
+    return d.taps / d.kernel if n == DYNAMIC else d.conv_size(n) * d.taps / (n * d.kernel)
 
 
 class FoldUpsampleIntoConvPattern(RewritePattern):
@@ -78,10 +85,10 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
         new: list[Operation] = []
 
         zero = tsr.ConstantOp(FloatAttr(0.0, elem))
-        pads = [d.pads(n) for d, n in zip(dims, xs[2:])]
+        pads = [d.pads for d in dims]
+        padded_sizes = (dim_of(lambda n, p=p: n + sum(p), n) for n, p in zip(xs[2:], pads))
         padded = tsr.PadOp.create(
-            operands=[x, zero.result],
-            result_types=[_tensor([*xs[:2], *(n + lo + hi for n, (lo, hi) in zip(xs[2:], pads))], x.type)],
+            operands=[x, zero.result], result_types=[_tensor([*xs[:2], *padded_sizes], x.type)],
             properties={"low": i64_array([0, 0, *(lo for lo, _ in pads)]), "high": i64_array([0, 0, *(hi for _, hi in pads)])})
         scales = i64_array(d.scale for d in dims)
         weight = tsr.PolyphaseWeightOp.create(
@@ -97,7 +104,7 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
         out = shape_of(conv.result.type)
         poly = tsr.ConvOp.with_epilogue(
             padded.result, weight.result, bias.results[0] if bias is not None else None, None,
-            _tensor([out[0], phases * ws[0], *(d.conv_size(n) for d, n in zip(dims, xs[2:]))], conv.result.type),
+            _tensor([out[0], phases * ws[0], *(dim_of(d.conv_size, n) for d, n in zip(dims, xs[2:]))], conv.result.type),
             {**conv.properties, "padding": i64_array([0] * len(dims))})
         interleave = tsr.PolyphaseInterleaveOp.create(
             operands=[poly.result], result_types=[conv.result.type],

@@ -233,7 +233,9 @@ def _upsample(op, env, x):
 @impl(tsr.PolyphaseInterleaveOp)
 def _polyphase_interleave(op, env, c):
     scales, shifts = ints(op.scales), op.dim_shifts()
-    out_shape = shape_of(op.result.type)
+    typed = shape_of(op.result.type)  # a dynamic dim: each phase holds its input's n - shift rows
+    out_shape = [c.shape[0], typed[1], *(s * (n - max(sh)) if m == DYNAMIC else m
+                                         for s, sh, n, m in zip(scales, shifts, c.shape[2:], typed[2:]))]
     out = c.new_empty(out_shape)
     channels = out_shape[1]
     for p, phase in enumerate(itertools.product(*(range(s) for s in scales))):

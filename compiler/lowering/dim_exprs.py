@@ -3,8 +3,9 @@
 A ``tsr.fused`` over dynamic dims computes values whose ``?`` sizes are only
 known at run time. Each is an affine function of one input's size (what the
 body's ops do to sizes: broadcasting keeps them, a pad adds, a nearest
-upsample multiplies), so the kernel reads it from the input's memref
-(``memref.dim``) and the host allocates the results from the input tensors:
+upsample multiplies, a polyphase interleave multiplies what its phases hold),
+so the kernel reads it from the input's memref (``memref.dim``) and the host
+allocates the results from the input tensors:
 
     %p = tsr.pad %x, %zero {low = [0, 0, 1], high = [0, 0, 1]}   // x: tensor<1x8x?xf32>
     dim_expr(%p, 2) == Affine(input=0, dim=2, mul=1, add=2)       // size(x, 2) + 2
@@ -81,6 +82,11 @@ def dim_expr(v: SSAValue, d: int, body: Block) -> DimExpr:
         scale = list(op.scales.get_values())[d - 2] if op.scales is not None else None
         if scale is not None and float(scale).is_integer():
             return _mul(dim_expr(op.input, d, body), int(scale))
+    elif isinstance(op, tsr.PolyphaseInterleaveOp) and d != 1:
+        if d == 0:
+            return dim_expr(op.input, 0, body)
+        scale, shifts = ints(op.scales)[d - 2], op.dim_shifts()[d - 2]
+        return _mul(_add(dim_expr(op.input, d, body), -max(shifts)), scale)  # the fold's conv_size(n) = n + shift
     elif isinstance(op, REDUCTION_OPS):
         kept = [k for k in range(len(shape_of(op.input.type)))
                 if op.keepdim.value.data or k not in op.reduced_dims()]

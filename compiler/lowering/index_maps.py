@@ -23,7 +23,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, f32, i64
 from xdsl.ir import SSAValue
 
-from tessera.dialects.tsr.ops_nn import aten_nearest_step, nearest_repeat, nearest_sources
+from tessera.dialects.tsr.ops_nn import MAX_DYNAMIC_REPEAT, aten_nearest_step, nearest_repeat, nearest_sources
 from tessera.dialects.tsr.shapes import DYNAMIC
 
 from .kernel_builder import KernelBuilder, LoweringError
@@ -130,14 +130,16 @@ def nearest_source(kb: KernelBuilder, i: SSAValue, n_in: int, n_out: int, scale:
 def upsample_nearest(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int],
                      scales: Sequence[float] | None) -> Index:
     """``tsr.upsample`` (nearest): batch and channels map to themselves. A
-    dynamic spatial dim needs a whole scale ``s`` (ATen then reads ``i / s``)."""
+    dynamic spatial dim needs a whole scale ``s`` (ATen then reads ``i / s``: ``nearest_repeat``)."""
     out = list(idx[:2])
     for k, d in enumerate(range(2, len(src))):
         scale = scales[k] if scales else None
         if DYNAMIC in (src[d], dst[d]):
-            if scale is None or not float(scale).is_integer():
-                raise LoweringError("a nearest upsample of a dynamic dim needs a whole scale factor")
-            out.append(kb.div(idx[d], int(scale)))
+            repeat = nearest_repeat(src[d], dst[d], scale)
+            if repeat is None:
+                raise LoweringError(f"a nearest upsample of a dynamic dim needs a whole scale up to "
+                                    f"{MAX_DYNAMIC_REPEAT}, got {scale}")
+            out.append(kb.div(idx[d], repeat))
             continue
         out.append(nearest_source(kb, idx[d], src[d], dst[d], scale))
     return tuple(out)

@@ -103,8 +103,6 @@ class ValueEmitter:
         if isinstance(op, tsr.UpsampleOp) and op.mode.data == "nearest":
             scales = list(op.scales.get_values()) if op.scales is not None else None
             return self.at(op.input, im.upsample_nearest(kb, idx, shape_of(op.input.type), out_shape, scales))
-        if isinstance(op, tsr.PolyphaseInterleaveOp) and not is_static(out_shape):
-            raise LoweringError("a polyphase interleave with dynamic dims is not lowered to a kernel")
         if isinstance(op, tsr.PolyphaseInterleaveOp):
             return self.at(op.input, im.polyphase_interleave(kb, idx, ints(op.scales), op.dim_shifts(), out_shape[1]))
         raise LoweringError(f"'{op.name}' cannot be computed inside a pointwise kernel")

@@ -411,10 +411,19 @@ def nearest_sources(n_in: int, n_out: int, scale: float | None) -> np.ndarray:
     return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * step).astype(np.int64), n_in - 1)
 
 
+MAX_DYNAMIC_REPEAT = 32
+"""The largest whole scale a nearest upsample of a dynamic size is taken to repeat
+by (``y // s`` as ATen's f32 index math gives it; 41 is the first that differs)."""
+
+
 def nearest_repeat(n_in: int, n_out: int, scale: float | None) -> int | None:
     """How many times ATen's nearest upsampling repeats each element when it is
     a whole number for every output index (``y -> y // r`` exactly as its f32
-    index math gives it); else None."""
+    index math gives it); else None. A dynamic size repeats by a whole ``scale``
+    up to :data:`MAX_DYNAMIC_REPEAT` (``floor(y * f32(1/s)) == y // s`` for every ``y < 2**22``: checked)."""
+    if DYNAMIC in (n_in, n_out):
+        whole = scale is not None and float(scale).is_integer() and 1 <= scale <= MAX_DYNAMIC_REPEAT
+        return int(scale) if whole else None
     if n_out % n_in:
         return None
     r = n_out // n_in

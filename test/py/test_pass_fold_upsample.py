@@ -69,10 +69,10 @@ def test_stays_where_it_does_not_apply(x, up, k, padding, stride):
 
 def test_phase_arithmetic():
     d = PolyphaseDim(2, 3, 1)  # a 3x3 conv after a 2x upsample: 2 taps per phase
-    assert (d.first, d.taps, d.shifts, d.pads(32), d.conv_size(32)) == ((-1, 0), 2, (0, 1), (1, 1), 33)
+    assert (d.first, d.taps, d.shifts, d.pads, d.conv_size(32)) == ((-1, 0), 2, (0, 1), (1, 1), 33)
     assert [[d.tap(a, t) for t in range(3)] for a in range(2)] == [[0, 1, 1], [0, 0, 1]]
     plain = PolyphaseDim(1, 3, 1)  # no upsampling: the conv as it was
-    assert (plain.taps, plain.pads(4), plain.conv_size(4)) == (3, (1, 1), 4)
+    assert (plain.taps, plain.pads, plain.conv_size(4)) == (3, (1, 1), 4)
     assert not PolyphaseDim.supports(2, 3, 0)
 
 
