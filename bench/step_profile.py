@@ -2,9 +2,10 @@
 launches, library calls, allocations), summed over repeated calls, and what
 the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
 
-    .venv/bin/python bench/step_profile.py [--model resnet_block] [--reps 20] [--threads 2]
+    .venv/bin/python bench/step_profile.py [--model resnet_block] [--reps 20] [--threads 2] [--dynamic]
 
-Uses each example's ``benchmark()`` size. Timings are host wall-clock per step
+Uses each example's ``benchmark()`` size; ``--dynamic`` compiles with
+``dynamic=True`` (one program for every size: compare with the static one). Timings are host wall-clock per step
 (CPU targets: the steps are synchronous).
 """
 
@@ -32,7 +33,7 @@ def _name(step) -> str:
     return getattr(step.fn, "__name__", "call")
 
 
-def profile(name: str, reps: int) -> None:
+def profile(name: str, reps: int, dynamic: bool = False) -> None:
     model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
@@ -54,7 +55,8 @@ def profile(name: str, reps: int) -> None:
     Program.run = run
     try:
         with torch.no_grad():
-            compiled = torch.compile(model, backend="tessera", options={"freezing": True})
+            compiled = torch.compile(model, backend="tessera", options={"freezing": True},
+                                     dynamic=dynamic)
             for _ in range(3):
                 compiled(*args)
             walls = []
@@ -67,7 +69,7 @@ def profile(name: str, reps: int) -> None:
         Program.run = original
     inside = sum(totals.values()) / reps
     wall = statistics.mean(walls)
-    print(f"## {name}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
+    print(f"## {name}{' (dynamic=True)' if dynamic else ''}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
           f"outside the program {(wall - inside) * 1e3:.2f} ms")
     by_kind: dict[str, float] = collections.defaultdict(float)
     print("| step | ms | % |\n|---|---:|---:|")
@@ -85,9 +87,10 @@ def main() -> None:
     ap.add_argument("--model", default="resnet_block")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
+    ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    profile(a.model, a.reps)
+    profile(a.model, a.reps, a.dynamic)
 
 
 if __name__ == "__main__":

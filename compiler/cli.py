@@ -2,6 +2,7 @@
 
     compilerctl import MODEL.py                      # the tsr IR of a model
     compilerctl dump MODEL.py --target x86 --all-stages -o out/
+    compilerctl dump graph.mlir --target x86 --stage kernel    # from tsr IR
     compilerctl opt FILE.mlir -p cse,dce --print-ir-after-all
     compilerctl translate kernels.mlir --target ptx --emit ptx
     compilerctl passes [--pipeline x86]
@@ -141,9 +142,9 @@ def cmd_dump(args: argparse.Namespace) -> int:
             outdir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise TesseraError(f"cannot create the output folder: {e.strerror or e}", Location(args.output)) from None
-    for name, gm in _capture_model(args.model, args.training):
+    for name, start, start_at in _dump_inputs(args):
         options = CompileOptions(args.target, args.features, args.freezing)
-        outputs = run_stages(gm, options, None if args.all_stages else upto)
+        outputs = run_stages(start, options, None if args.all_stages else upto, start_at)
         shown = outputs if args.all_stages else {upto: outputs[upto]}
         for stage, so in shown.items():
             if outdir:
@@ -154,6 +155,19 @@ def cmd_dump(args: argparse.Namespace) -> int:
     if outdir:
         print(f"compilerctl: wrote {', '.join(sorted(p.name for p in outdir.iterdir()))}", file=sys.stderr)
     return 0
+
+
+def _dump_inputs(args: argparse.Namespace):
+    """What ``dump`` compiles: each graph of a model (from its FX graph), or a
+    ``graph``-stage IR file (``.mlir``: from the stage after ``graph``)."""
+    if not args.model.endswith(".mlir"):
+        return [(name, gm, "fx") for name, gm in _capture_model(args.model, args.training)]
+    from .ir_io import parse_module, verify_module
+
+    text, filename = _read_input(args.model)
+    module = parse_module(text, filename)
+    verify_module(module)
+    return [("forward", module, "graph")]
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
@@ -209,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_import)
 
     s = sub.add_parser("dump", help="print or write the output of each compilation stage")
-    s.add_argument("model")
+    s.add_argument("model", help="MODEL.py (its example()'s graphs), or a graph-stage .mlir file")
     s.add_argument("--target", choices=TARGETS, default=default)
     g = s.add_mutually_exclusive_group()
     g.add_argument("--stage", help="the stage to print (default: asm on x86, else the last implemented)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -63,7 +64,7 @@ class OneDnnConv:
 
     def __init__(self, op: Any, freezing: bool = False):
         from tessera.dialects.tsr.layout import channels_last, layout_of
-        from tessera.dialects.tsr.shapes import ints
+        from tessera.dialects.tsr.shapes import ints, is_static
 
         self.epilogue = ConvEpilogue.of(op)
         self.stride, self.padding = ints(op.stride), ints(op.padding)
@@ -74,13 +75,24 @@ class OneDnnConv:
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight_bound = not freezing and weight_bound(op)
-        self.weight = PackedWeight(functools.partial(
-            _reorder_conv_weight, padding=self.padding, stride=self.stride, dilation=self.dilation,
-            groups=self.groups, input_size=self.input_size), freezing) if freezing else _plain
+        self.freezing = freezing
+        self.weight: Callable[[torch.Tensor], torch.Tensor] | None = (
+            None if freezing and not is_static(self.input_size) else self._packer(self.input_size))
         self.__name__ = "onednn_conv"
+
+    def _packer(self, input_size: list[int]) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The weight as the call reads it: reordered for inputs of ``input_size``
+        under freezing (:class:`PackedWeight`), else the plain weight."""
+        if not self.freezing:
+            return _plain
+        return PackedWeight(functools.partial(
+            _reorder_conv_weight, padding=self.padding, stride=self.stride, dilation=self.dilation,
+            groups=self.groups, input_size=input_size), self.freezing)
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
         b, r = self.epilogue.split(operands)
+        if self.weight is None:  # dynamic sizes: reordered for the first input's (oneDNN's format
+            self.weight = self._packer(list(x.shape))  # depends on the channels and kernel; any size runs on it)
         if self.weight_bound and x.device.type == "cpu":
             return self._on_plain_weight(x, w, b, r)
         if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled():

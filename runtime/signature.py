@@ -15,7 +15,7 @@ dtype names so that a signature is plain data (JSON in the compile cache).
 
 A kernel compiled for sizes known only at run time has ``-1`` (``DYNAMIC``) for
 each such size and stride, and a grid extent ``(arg, dim)`` names the tensor
-size it is. Such a kernel takes one more pointer, after the buffers: an
+size it is (``(arg, dim, tile)``: the number of ``tile``-wide tiles covering it). Such a kernel takes one more pointer, after the buffers: an
 ``i64`` array of the dynamic sizes, then the dynamic strides, of each argument
 in order (:meth:`KernelSignature.dims_of`):
 
@@ -28,13 +28,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 DYNAMIC = -1
 """A size or stride that a kernel takes at run time."""
 
-GridDim = int | tuple[int, int]
-"""A grid extent: a number, or ``(arg, dim)``: the size of argument ``arg`` along ``dim``."""
+GridDim = int | tuple[int, int] | tuple[int, int, int]
+"""A grid extent: a number, ``(arg, dim)``: the size of argument ``arg`` along
+``dim``, or ``(arg, dim, tile)``: that size divided by ``tile``, rounded up."""
+
+
+def grid_extent(g: GridDim, tensors: Any) -> int:
+    """The extent ``g`` of a launch on ``tensors``."""
+    if isinstance(g, int):
+        return g
+    n = int(tensors[g[0]].shape[g[1]])
+    return -(-n // g[2]) if len(g) == 3 else n
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,7 @@ class KernelSignature:
 
     def grid_size_of(self, tensors: Any) -> int:
         """The number of grid points of a launch on ``tensors``."""
-        return math.prod(g if isinstance(g, int) else int(tensors[g[0]].shape[g[1]]) for g in self.grid)
+        return math.prod(grid_extent(g, tensors) for g in self.grid)
 
     def dims_of(self, tensors: Any) -> list[int]:
         """The dims array of a dynamic kernel's launch on ``tensors``."""
@@ -109,5 +118,5 @@ class KernelSignature:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> KernelSignature:
-        grid = tuple(g if isinstance(g, int) else (int(g[0]), int(g[1])) for g in d["grid"])
+        grid = tuple(g if isinstance(g, int) else cast(GridDim, tuple(int(x) for x in g)) for g in d["grid"])
         return cls(str(d["name"]), grid, tuple(BufferSpec.from_json(a) for a in d["args"]))

@@ -15,15 +15,19 @@ attribute ``{tsr.dtype = ui8}``.
 
 Sizes and strides may be dynamic (``memref<?x8xf32, strided<[?, 1]>>``): the
 kernel takes them at run time (``runtime/signature.py``), and a grid extent may
-be the size of an argument, ``memref.dim %arg, %cK`` ahead of the parallel loop:
+be the size of an argument, ``memref.dim %arg, %cK`` ahead of the parallel loop,
+or the number of ``t``-wide tiles covering it (a tiled kernel's grid):
 
     %n = memref.dim %y, %c0 : memref<?x8xf32>
     scf.parallel (%i) = (%c0) to (%n) step (%c1) {...}      // grid ((1, 0),)
+    %t = arith.divui (arith.addi %n, %c7), %c8
+    scf.parallel (%i) = (%c0) to (%t) step (%c1) {...}      // grid ((1, 0, 8),)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -177,7 +181,8 @@ def constant_index(v: SSAValue) -> int | None:
 
 
 def argument_dim(v: SSAValue) -> tuple[int, int] | None:
-    """``(arg, dim)`` when ``v`` is ``memref.dim`` of a kernel argument at a constant dim."""
+    """``(arg, dim)`` when ``v`` is ``memref.dim`` of a kernel argument at a constant dim
+    (whose size is dynamic: the lowering gives a static size as a constant)."""
     op = v.owner
     if isinstance(op, memref.DimOp) and isinstance(op.source, BlockArgument) \
             and isinstance(op.source.owner.parent_op(), func.FuncOp) and (d := constant_index(op.index)) is not None:
@@ -192,14 +197,31 @@ def _grid(par: scf.ParallelOp, where: str) -> tuple[GridDim, ...]:
     grid: list[GridDim] = []
     for v in par.upperBound:
         g = constant_index(v)
-        extent: GridDim | None = g if g is not None and g >= 0 else argument_dim(v)
-        if isinstance(extent, tuple) and (n := sizes_of(v.owner.source.type)[extent[1]]) != DYNAMIC:
-            extent = n  # the dim of a static size
+        extent: GridDim | None = g if g is not None and g >= 0 else argument_dim(v) or _tiles_of_dim(v)
+        if isinstance(extent, tuple) and (n := sizes_of(_arg_type(par, extent[0]))[extent[1]]) != DYNAMIC:
+            extent = n if len(extent) == 2 else -(-n // extent[2])  # the dim of a static size
         if extent is None:
-            raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants "
-                               "or memref.dim of an argument")
+            raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants, "
+                               "memref.dim of an argument, or its tiles ((dim + t - 1) / t)")
         grid.append(extent)
     return tuple(grid)
+
+
+def _arg_type(par: scf.ParallelOp, arg: int) -> MemRefType:
+    """The type of the kernel's argument ``arg`` (``par``: its top-level parallel loop)."""
+    return cast(func.FuncOp, par.parent_op()).function_type.inputs.data[arg]
+
+
+def _tiles_of_dim(v: SSAValue) -> tuple[int, int, int] | None:
+    """``(arg, dim, t)`` when ``v`` is ``(memref.dim(arg, dim) + t - 1) / t`` (a tile grid's extent)."""
+    op = v.owner
+    if not isinstance(op, arith.DivUIOp) or (t := constant_index(op.rhs)) is None or t < 1:
+        return None
+    add = op.lhs.owner
+    if not isinstance(add, arith.AddiOp) or constant_index(add.rhs) != t - 1:
+        return None
+    dim = argument_dim(add.lhs)
+    return None if dim is None else (*dim, t)
 
 
 def _grid_offset(v: SSAValue, ivs: dict[SSAValue, int]) -> tuple[int, int] | None:

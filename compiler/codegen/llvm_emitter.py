@@ -71,7 +71,7 @@ class KernelEmitter:
                       for i in range(len(types))}
         for arg, ptr in zip(self.form.func.body.block.args, pointers, strict=True):
             self.values[arg] = ptr
-        grid = [g if isinstance(g, int) else self.size_of(pointers[g[0]], types[g[0]], g[1])
+        grid = [g if isinstance(g, int) else self._extent(pointers[g[0]], types[g[0]], *g[1:])
                 for g in self.form.signature.grid]
         for op in self.form.func.body.block.ops:
             if op is self.form.parallel:
@@ -96,6 +96,11 @@ class KernelEmitter:
         """The size of the memref argument ``base`` (of type ``t``) along ``d``."""
         n = sizes_of(t)[d]
         return ir.Constant(I64, n) if n != DYNAMIC else self._dims[id(base)][("size", d)]
+
+    def _extent(self, base: ir.Value, t: MemRefType, d: int, tile: int = 1) -> ir.Value:
+        """A dynamic grid extent: the size of ``base`` along ``d`` in ``tile``-wide tiles, rounded up."""
+        n = self.size_of(base, t, d)
+        return n if tile == 1 else self.b.udiv(self.b.add(n, ir.Constant(I64, tile - 1)), ir.Constant(I64, tile))
 
     def strides_of(self, base: ir.Value, t: MemRefType) -> list[int | ir.Value]:
         """The strides of the memref ``base`` points to: numbers, and the run-time

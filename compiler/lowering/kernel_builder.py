@@ -172,6 +172,19 @@ class KernelBuilder:
             self._consts[key] = op.result
         return self._consts[key]
 
+    def tiles(self, n: int | SSAValue, width: int) -> int | SSAValue:
+        """How many ``width``-wide tiles cover ``n`` (a size, or a dynamic size's value):
+        ``(n + width - 1) / width``, a grid extent the kernel form reads (``kernel_form``)."""
+        if isinstance(n, int):
+            return -(-n // width)
+        key = ("tiles", n, width)
+        if key not in self._consts:  # in the pool, ahead of the grid it bounds
+            add = arith.AddiOp(n, self.index(width - 1))
+            div = arith.DivUIOp(add.result, self.index(width))
+            self._const_ops += [add, div]
+            self._consts[key] = div.result
+        return self._consts[key]
+
     def times(self, a: SSAValue, b: SSAValue) -> SSAValue:
         """``a * b`` of two index values (a constant side folds to :meth:`mul`)."""
         if (kb := self.known(b)) is not None:

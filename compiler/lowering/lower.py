@@ -41,7 +41,7 @@ from xdsl.printer import Printer
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
-from tessera.dialects.tsr.shapes import elem_of, is_static, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, shape_of
 
 from ..ir_io import op_location
 from .dim_exprs import RESULT_DIMS, encode_result_dims, result_dims
@@ -125,8 +125,8 @@ def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[
     """The input memrefs (with their tensor types) worth a transpose tile: same
     shape as the output, contiguous along ``dims[-2]`` (moved there by
     ``_transpose_aware``), read only at the output's index, with both tiled
-    dims at least a tile wide."""
-    if tile is None or len(dims) < 2 or not is_static(shape) or shape[dims[-2]] < tile or shape[dims[-1]] < tile:
+    dims at least a tile wide (or dynamic: the edge tiles check their bounds)."""
+    if tile is None or len(dims) < 2 or any(DYNAMIC != shape[d] < tile for d in dims[-2:]):
         return []
     return [(ref, arg.type) for arg, ref in reads
             if shape_of(arg.type) == tuple(shape) and _loop_dims(arg.type)[-1] == dims[-2]
@@ -189,7 +189,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
 
     transposed = _transposed_inputs(dims, shape, reads, tile)
     if transposed:
-        _tiled_pointwise(kb, shape, dims, transposed, tile, layout_of(first), index, point)
+        _tiled_pointwise(kb, out_ref, dims, transposed, tile, layout_of(first), index, point)
         return
 
     def grid_body(ivs) -> None:
@@ -207,14 +207,17 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     kb.parallel([kb.dim(out_ref, d) for d in grid_dims], grid_body)
 
 
-def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list[tuple[SSAValue, Attribute]],
+def _tiled_pointwise(kb: KernelBuilder, out_ref: SSAValue, dims: list[int], transposed: list[tuple[SSAValue, Attribute]],
                      width: int, out_layout, index, point) -> None:
     """``_pointwise_kernel`` over ``width x width`` tiles of the two innermost
-    loop dims, the transposed inputs read through ``TransposeTiles``."""
+    loop dims, the transposed inputs read through ``TransposeTiles``. A
+    dynamic tiled dim is covered by ``ceil(n / width)`` tiles."""
     b, a = dims[-2], dims[-1]
     order = _tile_grid_order(dims, out_layout, layout_of(transposed[0][1]))
     refs = [ref for ref, _ in transposed]
-    nb, na = shape[b], shape[a]
+    shape = out_ref.type.get_shape()
+    sizes = {d: shape[d] if shape[d] != DYNAMIC else kb.dim(out_ref, d) for d in order}
+    nb, na = sizes[b], sizes[a]
     tiles = TransposeTiles(kb, width, len(shape), b, a)
 
     def each(at: dict[int, SSAValue], b0: SSAValue, a0: SSAValue, inside) -> None:
@@ -249,13 +252,13 @@ def _tiled_pointwise(kb: KernelBuilder, shape, dims: list[int], transposed: list
     def grid_body(ivs) -> None:
         at = dict(zip(order, ivs))
         b0, a0 = kb.mul(at.pop(b), width), kb.mul(at.pop(a), width)
-        if nb % width == 0 and na % width == 0:
+        if isinstance(nb, int) and isinstance(na, int) and nb % width == 0 and na % width == 0:
             full(at, b0, a0)
             return
-        fits = kb.both(kb.cmp("sle", b0, nb - width), kb.cmp("sle", a0, na - width))
+        fits = kb.both(kb.cmp("sle", b0, kb.sub(kb.size(nb), width)), kb.cmp("sle", a0, kb.sub(kb.size(na), width)))
         kb.if_else(fits, [], lambda: full(at, b0, a0), lambda: edge(at, b0, a0))
 
-    kb.parallel([-(-shape[d] // width) if d in (a, b) else shape[d] for d in order], grid_body)
+    kb.parallel([kb.tiles(sizes[d], width) if d in (a, b) else sizes[d] for d in order], grid_body)
 
 
 def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, reductions, outs) -> None:

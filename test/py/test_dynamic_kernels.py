@@ -6,17 +6,21 @@ on the same IR (the PTX kernels on this CPU through ``test_ptx.EmulatedPtx``).
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from tessera.compiler.backend import build_kernels, host_program_of, load_kernels
+from tessera.compiler.codegen.kernel_form import kernel_signatures
 from tessera.compiler.host_program import build_host_program
 from tessera.compiler.interpreter import interpret
-from tessera.compiler.ir_io import parse_module
+from tessera.compiler.ir_io import parse_module, print_module
 from tessera.compiler.placements import in_layout
 from tessera.compiler.stage_io import CompileOptions
 from tessera.compiler.stages import fuse_kernels, lower_kernels
 from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.signature import KernelSignature, grid_extent
 
 from test_ptx import EmulatedPtx
 
@@ -49,8 +53,30 @@ func.func @forward(%x: tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32> {
 """
 """A pad and a nearest upsample of dynamic dims: results sized ``(n + 3) * 2`` from the input."""
 
+RELAYOUT = """
+func.func @forward(%x: tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32, #tsr.layout<nhwc>> {
+  %r = tsr.relayout %x {layout = #tsr.layout<nhwc>} : (tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32, #tsr.layout<nhwc>>
+  %s = tsr.silu %r : (tensor<?x16x?x?xf32, #tsr.layout<nhwc>>) -> tensor<?x16x?x?xf32, #tsr.layout<nhwc>>
+  func.return %s : tensor<?x16x?x?xf32, #tsr.layout<nhwc>>
+}
+"""
+"""An NCHW input written NHWC: on x86 through transpose tiles over a grid of
+``ceil(W / 8)`` tiles (widths 8 divides, and widths it does not: the edge tiles)."""
+
+INTERLEAVE = """
+func.func @forward(%c: tensor<1x16x?x?xf32, #tsr.layout<nhwc>>) -> tensor<1x4x?x?xf32, #tsr.layout<nhwc>> {
+  %y = tsr.polyphase_interleave %c {scales = array<i64: 2, 2>, shifts = array<i64: 0, 1, 0, 1>} : (tensor<1x16x?x?xf32, #tsr.layout<nhwc>>) -> tensor<1x4x?x?xf32, #tsr.layout<nhwc>>
+  %t = tsr.tanh %y : (tensor<1x4x?x?xf32, #tsr.layout<nhwc>>) -> tensor<1x4x?x?xf32, #tsr.layout<nhwc>>
+  func.return %t : tensor<1x4x?x?xf32, #tsr.layout<nhwc>>
+}
+"""
+"""The phases of a polyphase conv (a 2x upsample folded into a 3x3 conv) interleaved:
+each phase holds ``n - 1`` of its input's ``n`` rows, the result ``2 * (n - 1)``."""
+
 CASES = {"norm": (NORM, [(2, 8, 5, 7), (1, 8, 16, 16), (3, 8, 9, 2)]),
-         "pad_upsample": (PAD_UPSAMPLE, [(1, 4, 3, 5), (1, 4, 8, 8), (1, 4, 2, 13)])}
+         "pad_upsample": (PAD_UPSAMPLE, [(1, 4, 3, 5), (1, 4, 8, 8), (1, 4, 2, 13)]),
+         "relayout": (RELAYOUT, [(1, 16, 8, 16), (2, 16, 9, 13), (1, 16, 3, 5)]),
+         "interleave": (INTERLEAVE, [(1, 16, 5, 5), (1, 16, 9, 17), (1, 16, 2, 3)])}
 
 
 def _inputs(fn_args, shape, seed):
@@ -100,6 +126,19 @@ def test_ptx_kernels_take_their_sizes_as_parameters(name):
         xs = _inputs(_entry_types(module), shape, k)
         for g, w in zip(host(*xs), interpret(module, *xs)):
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_relayout_goes_through_transpose_tiles():
+    """The tiled kernel's grid counts tiles of the dynamic dims, ``(W + 7) / 8``,
+    which its signature names ``(arg, dim, 8)`` and keeps through JSON."""
+    module = parse_module(RELAYOUT)
+    kernels = lower_kernels(fuse_kernels(module, CompileOptions("x86")), "x86").kernels
+    (sig,) = kernel_signatures(kernels)
+    assert "vector.shuffle" in print_module(kernels)
+    assert any(isinstance(g, tuple) and len(g) == 3 and g[2] == 8 for g in sig.grid), sig.grid
+    assert KernelSignature.from_json(sig.to_json()) == sig
+    x = torch.empty(1, 16, 9, 13)
+    assert sig.grid_size_of([x, x]) == math.prod(grid_extent(g, [x, x]) for g in sig.grid) == 9 * 2 * 2
 
 
 def test_a_dynamic_kernel_checks_what_it_knows():

@@ -65,6 +65,21 @@ def test_example_blocks_at_every_size(name):
     assert reports[-1].dynamic and len(reports) < 5, [r.summary() for r in reports]
 
 
+@pytest.mark.parametrize("name", ["video_vae_block", "vae2d_block"])
+def test_frozen_vae_blocks_fold_their_upsample_at_dynamic_sizes(name):
+    """Under freezing (oneDNN's weights reordered once, for the first size's
+    input) the blocks' upsample + conv folds into a polyphase conv in the one
+    program for dynamic sizes, exact at every size."""
+    model, (x,) = example(name)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={**STRICT, "freezing": True})
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in _sizes(tuple(x.shape), x.dim() - 2, scales=(1, 3, 2)):
+            xs = torch.randn(shape)
+            _close(compiled(xs), model(xs), f"{name} at {shape}")
+    _all_compiled(reports)
+    assert reports[-1].dynamic and reports[-1].library["aten.polyphase_weight"] == 1, reports[-1].summary()
+
+
 def test_automatic_dynamic_compiles_the_second_size():
     """Without ``dynamic``, Dynamo makes a graph dynamic when a second size comes;
     tessera compiles that graph too, and the first size still runs compiled."""
