@@ -63,6 +63,7 @@ from xdsl.passes import ModulePass
 
 from tessera.dialects import tsr
 from tessera.dialects.diagnostics import TesseraError
+from tessera.dialects.tsr.dim_sources import sized_at_run_time
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
@@ -83,7 +84,10 @@ def _is_scalar_constant(v: SSAValue) -> bool:
 
 def op_kind(op: Operation) -> str | None:
     """How ``op`` fuses: ``constant``, ``reduction``, ``movement`` (no
-    arithmetic: may be recomputed), ``compute``, or None (stays on the host)."""
+    arithmetic: may be recomputed), ``compute``, or None (stays on the host:
+    also an op whose dynamic result dims a kernel cannot size, ``dim_sources``)."""
+    if not sized_at_run_time(op):
+        return None
     if isinstance(op, tsr.ConstantOp):
         return None if isinstance(op.result.type, TensorType) else "constant"
     if isinstance(op, REDUCTION_OPS):

@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import DYNAMIC, i64_array
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static
 
 if TYPE_CHECKING:
     from .importer import FxImporter
@@ -320,10 +320,19 @@ def _slice_op(imp, node, x, dim, start, end, step, rt) -> SSAValue:
     return emit1(imp, node, tsr.SliceOp.create(operands=[x], result_types=[rt], properties=props))
 
 
+SLICE_END = 2**63 - 1
+"""ATen's ``end`` of a slice that runs to the end (``x[1:]``), as ``tsr.slice`` keeps it for a dynamic dim."""
+
+
 @converts(aten.slice.Tensor)
 def _slice(imp, node, x, dim=0, start=None, end=None, step=1):
     shape = node.args[0].meta["val"].shape
     dim = dim % len(shape)
+    if not isinstance(shape[dim], int):  # a symbolic size: Python's bounds, kept for run time
+        start, end = 0 if start is None else start, SLICE_END if end is None else min(end, SLICE_END)
+        if not all(isinstance(v, int) for v in (start, end, step)):
+            raise NotConvertible("a slice with symbolic bounds")
+        return _slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
     start, end, _ = slice(start, end, step).indices(shape[dim])
     end = max(end, start)
     return _slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
@@ -550,6 +559,8 @@ def _full(imp, node, *args, **kw):
     t = rtype(node)
     if not isinstance(fill, (int, float, bool)):
         raise NotConvertible("symbolic fill value")
+    if not is_static(t.get_shape()):
+        raise NotConvertible("a constant of dynamic size")  # ATen's call, given its sizes at run time
     if val.dtype.is_floating_point:
         fill = float(fill)
     else:

@@ -40,8 +40,9 @@ def tensor_type(val: Any) -> TensorType:
 def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
     """The dim order of strides that may be symbolic: ``perm_from_strides`` of
     the traced example's strides, kept where the shape environment proves each
-    dim's stride larger than the next one's (without adding guards): it holds
-    at every size."""
+    dim's stride larger than the next one's, or dense over it (the next one's
+    stride times its size, which may be 1: ATen's ``Max(1, n)``), without adding
+    guards: it holds at every size."""
     if all(isinstance(s, int) for s in strides) and DYNAMIC not in shape:
         return perm_from_strides(shape, strides)
     from torch.fx.experimental.symbolic_shapes import optimization_hint as hint  # adds no guard
@@ -49,8 +50,12 @@ def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
 
     order = perm_from_strides([hint(n) for n in val.shape], [hint(s) for s in strides])
     big = [d for d in order if not known(val.shape[d] == 1)]
-    if all(known(strides[a] > strides[b]) or (a < b and known(strides[a] == strides[b]))
-           for a, b in zip(big, big[1:])):
+
+    def outer(a: int, b: int) -> bool:  # dim a is outside dim b at every size
+        return (known(strides[a] > strides[b]) or (a < b and known(strides[a] == strides[b]))
+                or known(strides[a] == strides[b] * torch.sym_max(1, val.shape[b])))  # dense: b's size may be 1
+
+    if all(outer(a, b) for a, b in zip(big, big[1:])):
         return order
     raise ImportFailure(f"symbolic strides {tuple(strides)} whose order depends on the sizes")
 

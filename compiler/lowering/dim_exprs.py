@@ -11,7 +11,8 @@ allocates the results from the input tensors:
     dim_expr(%p, 2) == Affine(input=0, dim=2, mul=1, add=2)       // size(x, 2) + 2
 
 A dynamic dim no such function gives (a concat along it, a reshape through it)
-is a :class:`LoweringError`: the graph is then compiled per size class.
+is a :class:`LoweringError`: ``fuse-kernels`` leaves such ops on the host
+(``dim_sources.sized_at_run_time``), so this arises only from hand-written IR.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, TensorType, i64
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, i64
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
-from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
-from tessera.dialects.tsr.shapes import DYNAMIC, ints, shape_of
+from tessera.dialects.tsr.dim_sources import dim_source
+from tessera.dialects.tsr.shapes import DYNAMIC, shape_of
 
 from .kernel_builder import LoweringError
 
@@ -50,7 +50,8 @@ DimExpr = int | Affine
 
 
 def dim_expr(v: SSAValue, d: int, body: Block) -> DimExpr:
-    """Dim ``d`` of body value ``v`` (``body``: the fused op's block)."""
+    """Dim ``d`` of body value ``v`` (``body``: the fused op's block), following
+    each op's :func:`~tessera.dialects.tsr.dim_sources.dim_source` back to an input."""
     n = shape_of(v.type)[d]
     if n != DYNAMIC:
         return n
@@ -58,41 +59,11 @@ def dim_expr(v: SSAValue, d: int, body: Block) -> DimExpr:
         if v.owner is not body:
             raise LoweringError("a dynamic dim of a nested block cannot be sized")
         return Affine(v.index, d)
-    op = v.owner
-    rank = len(shape_of(v.type))
-    if isinstance(op, (*ELEMENTWISE_OPS, tsr.ExpandOp)):
-        for x in op.operands:
-            if isinstance(x.type, TensorType):
-                lead = rank - len(shape_of(x.type))
-                if d >= lead and shape_of(x.type)[d - lead] == DYNAMIC:
-                    return dim_expr(x, d - lead, body)
-    elif isinstance(op, (tsr.ConvertOp, tsr.RelayoutOp)):
-        return dim_expr(op.input, d, body)
-    elif isinstance(op, tsr.PermuteOp):
-        return dim_expr(op.input, ints(op.dims)[d], body)
-    elif isinstance(op, tsr.PadOp):
-        return _add(dim_expr(op.input, d, body), ints(op.low)[d] + ints(op.high)[d])
-    elif isinstance(op, tsr.SliceOp) and op.dim.value.data % rank != d:
-        return dim_expr(op.input, d, body)
-    elif isinstance(op, tsr.ConcatOp) and op.dim.value.data % rank != d:
-        return dim_expr(op.inputs[0], d, body)
-    elif isinstance(op, tsr.UpsampleOp) and op.mode.data == "nearest":
-        if d < 2:
-            return dim_expr(op.input, d, body)
-        scale = list(op.scales.get_values())[d - 2] if op.scales is not None else None
-        if scale is not None and float(scale).is_integer():
-            return _mul(dim_expr(op.input, d, body), int(scale))
-    elif isinstance(op, tsr.PolyphaseInterleaveOp) and d != 1:
-        if d == 0:
-            return dim_expr(op.input, 0, body)
-        scale, shifts = ints(op.scales)[d - 2], op.dim_shifts()[d - 2]
-        return _mul(_add(dim_expr(op.input, d, body), -max(shifts)), scale)  # the fold's conv_size(n) = n + shift
-    elif isinstance(op, REDUCTION_OPS):
-        kept = [k for k in range(len(shape_of(op.input.type)))
-                if op.keepdim.value.data or k not in op.reduced_dims()]
-        return dim_expr(op.input, kept[d], body)
-    raise LoweringError(f"a dynamic dim of '{op.name}' is not lowered to a kernel (its size is no affine function "
-                        "of an input's)")
+    src = dim_source(v.owner, d)
+    if src is None or isinstance(src, int):
+        raise LoweringError(f"a dynamic dim of '{v.owner.name}' is not lowered to a kernel (its size is no affine "
+                            "function of an input's)")
+    return _add(_mul(dim_expr(v.owner.operands[src.operand], src.dim, body), src.mul), src.add)
 
 
 def _add(e: DimExpr, k: int) -> DimExpr:

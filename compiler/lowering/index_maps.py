@@ -44,7 +44,8 @@ def permute(idx: Index, dims: Sequence[int]) -> Index:
     return tuple(out)  # type: ignore[arg-type]
 
 
-def slice_(kb: KernelBuilder, idx: Index, dim: int, start: int, step: int) -> Index:
+def slice_(kb: KernelBuilder, idx: Index, dim: int, start: int | SSAValue, step: int) -> Index:
+    """``tsr.slice``: ``i`` along ``dim`` reads ``start + i * step`` (a start from the end: a run-time value)."""
     out = list(idx)
     out[dim] = kb.add(kb.mul(idx[dim], step), start)
     return tuple(out)

@@ -95,7 +95,11 @@ class ValueEmitter:
             return self.at(op.input, im.reshape(kb, idx, shape_of(op.input.type), out_shape))
         if isinstance(op, tsr.SliceOp):
             dim = op.dim.value.data % len(out_shape)
-            return self.at(op.input, im.slice_(kb, idx, dim, op.start.value.data, op.step.value.data))
+            start: int | SSAValue = op.start.value.data
+            if start < 0:  # a dynamic dim's Python bound, from its end (clamped at 0)
+                n = self.extent(op.input, dim)
+                start = kb.select(kb.cmp("slt", n, -start), kb.index(0), kb.add(n, start))
+            return self.at(op.input, im.slice_(kb, idx, dim, start, op.step.value.data))
         if isinstance(op, tsr.PadOp):
             return self._pad(op, idx)
         if isinstance(op, tsr.ConcatOp):

@@ -14,11 +14,14 @@ from xdsl.dialects.builtin import (
     NoneType,
     StringAttr,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
+    base,
+    eq,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -180,7 +183,8 @@ class AtenCallOp(IRDLOperation):
                : (tensor<...>, tensor<...>, tensor<...>) -> (tensor<...>, tensor<...>, none)
 
     ``args``/``kwargs`` hold the schema arguments: ``#tsr.operand<i>`` for the
-    i-th tensor operand, ``unit`` for None, numbers, strings, element types
+    i-th operand (a tensor, or an ``i64`` size known at run time: a symbolic
+    ``size`` argument of ``aten.full``), ``unit`` for None, numbers, strings, element types
     for dtypes, arrays for lists and ``#tsr.torch<"...">`` for torch enums.
     A ``none``-typed result is an output the op returns as None.
     """
@@ -189,7 +193,7 @@ class AtenCallOp(IRDLOperation):
     callee = prop_def(StringAttr)
     args = prop_def(ArrayAttr)
     kwargs = opt_prop_def(DictionaryAttr)
-    inputs = var_operand_def(TensorType)
+    inputs = var_operand_def(base(TensorType) | eq(i64))
     outs = var_result_def()
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $outs)"

@@ -34,7 +34,6 @@ from .shapes import (
     same_dim,
     shape_of,
     show,
-    show_dim,
 )
 
 
@@ -155,6 +154,8 @@ class ExpandOp(IRDLOperation):
 @irdl_op_definition
 class SliceOp(IRDLOperation):
     """Elements ``start, start+step, ... < end`` of dim ``dim`` (``aten.slice.Tensor``).
+    Of a dynamic dim, the bounds are Python's: negative from the end, clamped
+    to the size at run time (``x[:, :, 1:]``: ``end = 2**63 - 1``).
 
         %s = tsr.slice %x {dim = 2 : i64, start = 1 : i64, end = 7 : i64, step = 2 : i64}
                : (tensor<1x8x8xf32>) -> tensor<1x8x3xf32>
@@ -180,10 +181,13 @@ class SliceOp(IRDLOperation):
         start, end, step = self.start.value.data, self.end.value.data, self.step.value.data
         if step < 1:
             raise VerifyException(f"step must be positive, got {step}")
-        if not 0 <= start <= end or shape[dim] != DYNAMIC and end > shape[dim]:
-            raise VerifyException(f"need 0 <= start <= end <= {show_dim(shape[dim])}, got start={start} end={end}")
         out = list(shape)
-        out[dim] = (end - start + step - 1) // step
+        if shape[dim] == DYNAMIC:  # Python's bounds, known at run time: any result size
+            out[dim] = DYNAMIC
+        elif not 0 <= start <= end <= shape[dim]:
+            raise VerifyException(f"need 0 <= start <= end <= {shape[dim]}, got start={start} end={end}")
+        else:
+            out[dim] = (end - start + step - 1) // step
         expect_shape(shape_of(self.result.type), out, "result")
         expect_same_elem(self.input.type, self.result.type, "slice")
 

@@ -100,6 +100,18 @@ def test_dump_stage_a_target_lacks_is_a_clear_error():
     assert proc.stdout == ""
 
 
+def test_dump_of_graph_ir_runs_from_the_graph_stage(tmp_path):
+    """An .mlir file is dumped from the stage after ``graph``: the passes, fusion and
+    lowering of tsr IR; its parse errors are located diagnostics."""
+    proc = run("dump", "test/lit/codegen/dynamic-lowering.mlir", "--target", "x86", "--stage", "graph-opt")
+    assert proc.returncode == 0, proc.stderr
+    assert "stage graph-opt (x86)" in proc.stdout and "tsr.polyphase_interleave" in proc.stdout
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = tsr.bogus %x : (tensor<4xf32>) -> "
+                   "tensor<4xf32>\n  func.return %y : tensor<4xf32>\n}\n")
+    assert_user_error(run("dump", str(bad), "--stage", "kernel"), "bad.mlir:2:", "tsr.bogus")
+
+
 def test_dump_unknown_stage():
     proc = run("dump", "examples/resnet_block.py", "--stage", "ptx", "--target", "x86")
     assert_user_error(proc, "unknown stage 'ptx' for target x86")

@@ -208,6 +208,27 @@ def test_zoo_models_at_every_size(name, shapes):
             x = torch.randn(shape)
             _close(compiled(x), model(x), f"{name} at {shape}")
     _all_compiled(reports)
+    assert reports[-1].dynamic, [r.summary() for r in reports]
+
+
+def _slices(x):
+    return (torch.relu(x[:, :, 1:]), x[:, :, :-2] * 2, x[:, :, 1::2].sum(), torch.cat([x, x[:, :, :3]], 2).exp(),
+            x[:, :, -3:].tanh())
+
+
+def test_slices_and_concats_of_dynamic_dims():
+    """Slices of a dynamic dim keep Python's bounds (from the start, the end, to
+    the end) and fuse into kernels; a strided slice and a concat along a dynamic
+    dim, which a kernel cannot size, run on the host: one compile, every size exact."""
+    compiled = torch.compile(_slices, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for n in (8, 12, 9):
+            x = torch.randn(1, 4, n, n + 1)
+            for k, (got, want) in enumerate(zip(compiled(x), _slices(x), strict=True)):
+                _close(got, want, f"output {k} at {n}")
+    assert reports[-1].dynamic, [r.summary() for r in reports]
+    assert reports[-1].aten_ops == {"tsr.concat (not fused)": 1} and reports[-1].views["tsr.slice"] == 1, \
+        reports[-1].summary()
 
 
 def test_an_output_that_is_a_view_of_an_input_stays_one():

@@ -1,0 +1,100 @@
+"""Where an op's dynamic result dims come from: each is an affine function of
+one operand's size, known at run time only.
+
+    %p = tsr.pad %x, %z {low = array<i64: 0, 0, 1>, high = array<i64: 0, 0, 2>}   // x: tensor<1x8x?xf32>
+    dim_source(%p.owner, 2) == DimSource(operand=0, dim=2, mul=1, add=3)         // size(x, 2) + 3
+    %s = tsr.slice %x {dim = 2, start = 1, end = 9223372036854775807, step = 1}  // x[:, :, 1:]
+    dim_source(%s.owner, 2) == DimSource(0, 2, 1, -1)
+
+``fuse-kernels`` keeps on the host (ATen's call, which sizes its result
+itself) an op with a dynamic dim that has no source: a concat along it, a
+strided slice of it. The kernel lowering (``lowering/dim_exprs.py``) follows
+the sources back to the fused kernel's inputs, which the host allocates from.
+
+A slice of a dynamic dim keeps Python's bounds (``tsr.slice``): a negative
+``start``/``end`` counts from the end, an ``end`` past every size
+(:data:`SLICE_TO_END`) runs to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from .ops_core import ConvertOp, RelayoutOp
+from .ops_elementwise import ELEMENTWISE_OPS
+from .ops_nn import REDUCTION_OPS, UpsampleOp
+from .ops_polyphase import PolyphaseInterleaveOp
+from .ops_shape import ConcatOp, ExpandOp, PadOp, PermuteOp, SliceOp
+from .shapes import DYNAMIC, ints, shape_of
+
+SLICE_TO_END = 2**62
+"""A slice ``end`` at least this large runs to the end of the dim (ATen's ``x[1:]`` is ``end = 2**63 - 1``)."""
+
+
+@dataclass(frozen=True)
+class DimSource:
+    """``size(operand #operand, dim) * mul + add``."""
+
+    operand: int
+    dim: int
+    mul: int = 1
+    add: int = 0
+
+
+def dim_source(op: Operation, d: int) -> DimSource | int | None:
+    """Where dim ``d`` of ``op``'s (first) result comes from: the dim itself when
+    static, a :class:`DimSource` when dynamic and affine in one operand's size,
+    else None."""
+    rank = len(shape_of(op.results[0].type))
+    n = shape_of(op.results[0].type)[d]
+    if n != DYNAMIC:
+        return n
+    if isinstance(op, (*ELEMENTWISE_OPS, ExpandOp)):
+        for i, x in enumerate(op.operands):  # broadcasting: the operand whose dim is dynamic there
+            if isinstance(x.type, TensorType):
+                lead = rank - len(shape_of(x.type))
+                if d >= lead and shape_of(x.type)[d - lead] == DYNAMIC:
+                    return DimSource(i, d - lead)
+        return None
+    if isinstance(op, (ConvertOp, RelayoutOp)):
+        return DimSource(0, d)
+    if isinstance(op, PermuteOp):
+        return DimSource(0, ints(op.dims)[d])
+    if isinstance(op, PadOp):
+        return DimSource(0, d, 1, ints(op.low)[d] + ints(op.high)[d])
+    if isinstance(op, SliceOp):
+        return DimSource(0, d) if op.dim.value.data % rank != d else _slice_source(op, d)
+    if isinstance(op, ConcatOp):
+        return DimSource(0, d) if op.dim.value.data % rank != d else None
+    if isinstance(op, UpsampleOp):
+        repeats = op.repeats() if d >= 2 else None
+        return DimSource(0, d) if d < 2 else DimSource(0, d, repeats[d - 2]) if repeats else None
+    if isinstance(op, PolyphaseInterleaveOp):
+        if d < 2:
+            return DimSource(0, d) if d == 0 else None
+        scale, shifts = ints(op.scales)[d - 2], op.dim_shifts()[d - 2]
+        return DimSource(0, d, scale, -scale * max(shifts))  # each phase holds its input's n - shift rows
+    if isinstance(op, REDUCTION_OPS):
+        kept = [k for k in range(len(shape_of(op.input.type)))
+                if op.keepdim.value.data or k not in op.reduced_dims()]
+        return DimSource(0, kept[d])
+    return None
+
+
+def _slice_source(op: SliceOp, d: int) -> DimSource | None:
+    """A unit-step slice of a dynamic dim from a start ``s >= 0``: to the end
+    (``n - s``) or to ``e < 0`` from it (``n + e - s``)."""
+    start, end, step = op.start.value.data, op.end.value.data, op.step.value.data
+    if step != 1 or start < 0 or 0 <= end < SLICE_TO_END:
+        return None
+    return DimSource(0, d, 1, -start if end >= SLICE_TO_END else end - start)
+
+
+def sized_at_run_time(op: Operation) -> bool:
+    """Every dynamic dim of ``op``'s results has a source (:func:`dim_source`)."""
+    return all(dim_source(op, d) is not None
+               for r in op.results if isinstance(r.type, TensorType)
+               for d, n in enumerate(shape_of(r.type)) if n == DYNAMIC)
