@@ -151,10 +151,13 @@ class _Builder:
             args[i] = self.new_buffer()
             self.steps.append(Call(prepare, (self.operand(op.operands[i], op),), (args[i],)))
         outs = [self.buffer(r) for r in op.results]
+        self.result.report.conv_kernels += 1
+        if call.sized:  # dynamic sizes: the call allocates its result
+            self.steps.append(Call(call.kernel, tuple(args), tuple(outs)))
+            return
         for b, r in zip(outs, op.results):
             self.steps.append(Alloc(b, placement_of(r.type)))
         self.steps.append(Launch(call.kernel, (*args, *outs)))
-        self.result.report.conv_kernels += 1
 
     def _call(self, op: Operation, fn: Callable, library: bool = True) -> None:
         """``fn`` on the op's tensor operands (scalars bound in place); results
@@ -165,7 +168,8 @@ class _Builder:
             self.result.report.library[name] += 1
         tensor_pos = [i for i, v in enumerate(op.operands) if v not in self.scalars]
         fixed = {i: self.scalars[v] for i, v in enumerate(op.operands) if v in self.scalars}
-        placements = [placement_or_order(r.type) if isinstance(r.type, TensorType) else None for r in op.results]
+        placements = [placement_or_order(r.type) if isinstance(r.type, TensorType) and not _returned_view(op, r)
+                      else None for r in op.results]
         call = PlacedCall(fn, op.name, len(op.operands), fixed, placements, f"{op.name} at {op_location(op)}",
                           self.result.layout_fixups)
         args = tuple(self.operand(op.operands[i], op) for i in tensor_pos)
@@ -174,6 +178,13 @@ class _Builder:
 
 VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp, tsr.DimOp)
 """Ops that ATen computes as views of their operand when left on the host (no data moves)."""
+
+
+def _returned_view(op: Operation, r: SSAValue) -> bool:
+    """A view op's result that only the function returns: it stays ATen's view of
+    its operand (eager's strides: a returned expand of an input aliases it), not a
+    copy into its type's layout, which only kernels need."""
+    return isinstance(op, VIEW_OPS) and all(isinstance(u.operation, func.ReturnOp) for u in r.uses)
 
 
 def _count_host_op(report: GraphReport, op: Operation) -> None:

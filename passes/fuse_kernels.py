@@ -95,7 +95,7 @@ def op_kind(op: Operation) -> str | None:
     if isinstance(op, ELEMENTWISE_OPS):
         scalars_ok = all(isinstance(v.type, TensorType) or _is_scalar_constant(v) for v in op.operands)
         return "compute" if scalars_ok else None
-    if isinstance(op, tsr.ReshapeOp) and op.sizes:
+    if isinstance(op, (tsr.ReshapeOp, tsr.ExpandOp)) and op.sizes:
         return None  # sized at run time by values of the host: a view there
     if isinstance(op, _MOVEMENT_OPS):
         return "movement"

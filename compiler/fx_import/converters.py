@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static, shape_of
 
 if TYPE_CHECKING:
     from .importer import FxImporter
@@ -311,8 +311,16 @@ def _transpose(imp, node, x, d0=0, d1=1):
 
 
 @converts(aten.expand.default)
-def _expand(imp, node, x, *_ , **__):
-    return emit1(imp, node, tsr.ExpandOp.create(operands=[imp.operand(x)], result_types=[rtype(node)]))
+def _expand(imp, node, x, sizes, *_, **__):
+    """An expand; one to sizes known at run time (a dim broadcast from 1 to a
+    symbolic size) takes the graph's size values, one per ``?``."""
+    t, src = rtype(node), imp.operand(x)
+    shape, lead = t.get_shape(), len(t.get_shape()) - len(shape_of(src.type))
+    operands = []
+    if any(n == DYNAMIC and (d < lead or shape_of(src.type)[d - lead] != DYNAMIC) for d, n in enumerate(shape)):
+        operands = [imp.operand(v) if isinstance(v, torch.fx.Node) else imp._size(int(v))
+                    for v, n in zip(sizes, shape) if n == DYNAMIC]
+    return emit1(imp, node, tsr.ExpandOp.create(operands=[src, *operands], result_types=[t]))
 
 
 def _slice_op(imp, node, x, dim, start, end, step, rt) -> SSAValue:

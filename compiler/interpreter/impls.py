@@ -179,7 +179,8 @@ def _pad(op, env, x, value):
 binds(tsr.PermuteOp)(lambda op, device: View("permute", ints(op.dims)))
 binds(tsr.ReshapeOp)(lambda op, device: View("reshape", tuple(None if n == DYNAMIC else n
                                                                for n in shape_of(op.result.type))))
-binds(tsr.ExpandOp)(lambda op, device: View("expand", shape_of(op.result.type)))
+binds(tsr.ExpandOp)(lambda op, device: View("expand", tuple(  # a dynamic dim: its size given, or the input's (-1)
+    n if n != DYNAMIC else None if op.sizes else -1 for n in shape_of(op.result.type))))
 binds(tsr.SliceOp)(lambda op, device: Slice(op.dim.value.data, op.start.value.data, op.end.value.data,
                                             op.step.value.data))
 binds(tsr.DimOp)(lambda op, device: SizeOf(op.dim.value.data))

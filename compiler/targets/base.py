@@ -45,10 +45,15 @@ class KernelCall:
     weight, made by a step of its own).
 
         KernelCall(conv_kernel, ((1, pack_weight),))   # launch(x, pack_weight(w), b, out)
+        KernelCall(SizedConv(spec), ((1, pack_weight),), sized=True)   # out = fn(x, pack_weight(w), b)
+
+    ``sized``: ``kernel`` is a callable that returns the result, allocated from
+    its operands' sizes (an op of dynamic sizes, on a kernel per concrete size).
     """
 
     kernel: Any
     prepare: tuple[tuple[int, Callable[[Any], Any]], ...] = ()
+    sized: bool = False
 
 
 @dataclass(frozen=True)

@@ -132,16 +132,20 @@ class ReshapeOp(IRDLOperation):
 
 @irdl_op_definition
 class ExpandOp(IRDLOperation):
-    """Broadcast size-1 dims (and new leading dims) to the result shape.
+    """Broadcast size-1 dims (and new leading dims) to the result shape. A
+    dynamic dim of the result is its input's, or with ``sizes`` (one ``i64``
+    per ``?`` in order, ``-1``: the input's) a size known at run time:
 
         %e = tsr.expand %b : (tensor<1x64x1x1xf32>) -> tensor<2x64x8x8xf32>
+        %f = tsr.expand %x, %n, %n : (tensor<?x1xf32>, i64, i64) -> tensor<?x?xf32>
     """
 
     name = "tsr.expand"
     input = operand_def(TensorType)
+    sizes = var_operand_def(i64)
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+    assembly_format = "$input (`,` $sizes^)? attr-dict `:` functional-type(operands, results)"
 
     def verify_(self) -> None:
         check_values_layouts([self.input, self.result], "expand")
@@ -149,6 +153,9 @@ class ExpandOp(IRDLOperation):
         if len(a) > len(b) or any(x != 1 and not same_dim(x, y) for x, y in zip(a, b[len(b) - len(a):])):
             raise VerifyException(f"cannot expand {show(a)} to {show(b)}")
         expect_same_elem(self.input.type, self.result.type, "expand")
+        if len(self.sizes) not in (0, b.count(DYNAMIC)):
+            raise VerifyException(f"an expand to {show(b)} takes no sizes or {b.count(DYNAMIC)} (one per '?'), "
+                                  f"got {len(self.sizes)}")
 
 
 @irdl_op_definition

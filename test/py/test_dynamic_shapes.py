@@ -30,6 +30,12 @@ from zoo_models import ZOO
 STRICT = {"strict": True}
 
 
+def _x86_conv_kernel() -> bool:
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    return host_isa() is not None
+
+
 def _close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
     assert type(got) is torch.Tensor and got.shape == want.shape and got.dtype == want.dtype, what
     scale = max(1.0, want.abs().max().item())
@@ -209,6 +215,31 @@ def test_zoo_models_at_every_size(name, shapes):
             _close(compiled(x), model(x), f"{name} at {shape}")
     _all_compiled(reports)
     assert reports[-1].dynamic, [r.summary() for r in reports]
+
+
+class _PointwiseDepthwise(nn.Module):
+    """A 1x1 conv and a depthwise 3x3: classes tessera's x86 conv kernel computes."""
+
+    def __init__(self):
+        super().__init__()
+        self.pw, self.dw = nn.Conv2d(32, 48, 1), nn.Conv2d(48, 48, 3, padding=1, groups=48)
+
+    def forward(self, x):
+        return torch.relu(self.dw(torch.relu(self.pw(x))))
+
+
+@pytest.mark.skipif(not _x86_conv_kernel(), reason="tessera's x86 conv kernel needs AVX2+FMA")
+def test_convs_of_dynamic_sizes_run_a_kernel_per_size():
+    """A conv the cost model gives tessera's kernel keeps it at dynamic sizes: the
+    one program builds a kernel per concrete size when a call first brings it."""
+    torch.manual_seed(0)
+    model = _PointwiseDepthwise().eval()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in [(1, 32, 12, 12), (2, 32, 9, 17), (1, 32, 12, 12), (3, 32, 5, 6)]:
+            x = torch.randn(shape).contiguous(memory_format=torch.channels_last)
+            _close(compiled(x), model(x), f"at {shape}")
+    assert reports[-1].dynamic and reports[-1].conv_kernels == 2, reports[-1].summary()
 
 
 def _slices(x):

@@ -28,7 +28,7 @@ from tessera.compiler.targets.x86.int8_gemm.gemm import gemm_module
 from tessera.compiler.targets.x86.int8_gemm.pack_kernel import pack_module
 from tessera.compiler.targets.x86.int8_gemm.spec import Int8GemmSpec
 from tessera.dialects import tsr
-from tessera.dialects.tsr.shapes import elem_of, shape_of
+from tessera.dialects.tsr.shapes import elem_of, is_static, shape_of
 from tessera.passes.select_impl import impl_of
 
 
@@ -44,11 +44,12 @@ def int8_gemm_specs(host: ModuleOp) -> list[Int8GemmSpec]:
 
 
 def conv_specs(host: ModuleOp) -> list[ConvSpec]:
-    """One spec per distinct conv of ``host`` that tessera's kernel computes (``tsr.impl``)."""
+    """One spec per distinct conv of ``host`` that tessera's kernel computes (``tsr.impl``),
+    of static sizes (a conv of dynamic sizes builds a kernel per size when run: ``conv/sized.py``)."""
     from .conv.host import conv_spec
 
     specs = {conv_spec(op, impl): None for op in host.walk()
-             if isinstance(op, tsr.ConvOp) and (impl := impl_of(op)) is not None}
+             if isinstance(op, tsr.ConvOp) and (impl := impl_of(op)) is not None and is_static(shape_of(op.input.type))}
     return list(specs)
 
 

@@ -6,6 +6,7 @@
     Call(pack, (w,), (pw,))                  # the weight packed (once per weight version under freezing)
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
+    // of dynamic sizes: Call(SizedConv(spec), (x, pw, b), (y,)), a kernel per size (sized.py)
 
 Which convs, and on which vector path, ``select-impl`` decided (the x86
 model: ``conv_choice.py``) and recorded as ``tsr.impl``. :func:`conv_call` gives the loaded kernel (built at
@@ -18,16 +19,22 @@ from __future__ import annotations
 
 from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
+from tessera.compiler.targets.x86.conv.sized import SizedConv
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv_choice import kernel_layout
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
-from tessera.dialects.tsr.shapes import ints
+from tessera.dialects.tsr.shapes import ints, is_static
 
 
 def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
-    """The kernel spec of ``op`` (its epilogue: bias, residual, activation) on the vector path ``isa``."""
+    """The kernel spec of ``op`` (its epilogue: bias, residual, activation) on the
+    vector path ``isa``; of dynamic sizes, at batch 1 and the smallest input the
+    kernel and padding take (the spec whose sizes ``SizedConv`` sets per call)."""
     x, w = op.input.type.get_shape(), op.weight.type.get_shape()
+    if not is_static(x):
+        smallest = (max(1, d * (k - 1) + 1 - 2 * p) for k, p, d in zip(w[2:], ints(op.padding), ints(op.dilation)))
+        x = (1, x[1], *smallest)
     return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), ints(op.stride), ints(op.padding),
                     ints(op.dilation), op.groups.value.data, bias=op.bias is not None,
                     residual=op.residual_input is not None, activation=op.activation_name() or "none",
@@ -41,4 +48,7 @@ def conv_call(op: tsr.ConvOp, isa: str, freezing: bool = False) -> KernelCall:
     changes, else on every call: :class:`PackedWeight`).
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
     spec = conv_spec(op, isa)
-    return KernelCall(load_conv(spec), ((1, PackedWeight(weight_packer(spec), freezing)),))
+    pack = ((1, PackedWeight(weight_packer(spec), freezing)),)
+    if not is_static(op.input.type.get_shape()):
+        return KernelCall(SizedConv(spec), pack, sized=True)
+    return KernelCall(load_conv(spec), pack)
