@@ -13,6 +13,7 @@ not take, so a call is always right.
 from __future__ import annotations
 
 import functools
+import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tessera.passes.target_models import weight_bound
+from tessera.passes.target_models import PER_CALL_WEIGHT_BOUND, weight_bound
 
 from .conv_epilogue import ConvEpilogue
 from .weight_cache import PackedWeight
@@ -55,8 +56,10 @@ class OneDnnConv:
     ``mkldnn_convolution`` instead (weight reordered per call: the call
     ``bench/conv_layouts.py`` measures for the layout cost model), which
     returns the contiguous result its type names. Without ``freezing`` a conv
-    whose weight outweighs its output (``target_models.weight_bound``) takes
-    ATen's NCHW call, which reads the plain weight. The residual is a binary
+    whose weight outweighs its output (``target_models.weight_bound``; at
+    dynamic sizes, decided per call) takes ATen's NCHW call, which reads the
+    plain weight. Under freezing at dynamic sizes, the weight is reordered for
+    the first call's input. The residual is a binary
     ``add`` post-op on the packed call; SiLU a post-op where no residual comes
     before it; other activations run after the call, in place (oneDNN's turn
     NaN into 0). Tensors oneDNN does not take (bf16 on a CPU without its bf16
@@ -75,6 +78,9 @@ class OneDnnConv:
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
         self.weight_bound = not freezing and weight_bound(op)
+        # dynamic sizes with the weight read each call: weight-bound or not is decided per call
+        self.bound_per_call = not freezing and not is_static(op.result.type.get_shape())
+        self.kernel = tuple(op.weight.type.get_shape()[2:])
         self.freezing = freezing
         self.weight: Callable[[torch.Tensor], torch.Tensor] | None = (
             None if freezing and not is_static(self.input_size) else self._packer(self.input_size))
@@ -93,7 +99,7 @@ class OneDnnConv:
         b, r = self.epilogue.split(operands)
         if self.weight is None:  # dynamic sizes: reordered for the first input's (oneDNN's format
             self.weight = self._packer(list(x.shape))  # depends on the channels and kernel; any size runs on it)
-        if self.weight_bound and x.device.type == "cpu":
+        if (self.weight_bound or self.bound_per_call and self._weight_bound_at(x, w)) and x.device.type == "cpu":
             return self._on_plain_weight(x, w, b, r)
         if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled():
             if self.packed and r is None:  # SiLU as a oneDNN post-op: applied before the result is stored
@@ -110,6 +116,13 @@ class OneDnnConv:
                 x, w, b, self.padding, self.stride, self.dilation, self.groups), r)
         return self.epilogue.apply(torch.ops.aten.convolution(
             x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
+
+    def _weight_bound_at(self, x: torch.Tensor, w: torch.Tensor) -> bool:
+        """``target_models.weight_bound`` at ``x``'s sizes."""
+        out = w.shape[0] * x.shape[0] * math.prod(
+            max(0, (n + 2 * p - d * (k - 1) - 1) // s + 1)
+            for n, k, s, p, d in zip(x.shape[2:], self.kernel, self.stride, self.padding, self.dilation))
+        return w.numel() > PER_CALL_WEIGHT_BOUND * out
 
     def _on_plain_weight(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
                          r: torch.Tensor | None) -> torch.Tensor:

@@ -230,16 +230,40 @@ class _PointwiseDepthwise(nn.Module):
 
 @pytest.mark.skipif(not _x86_conv_kernel(), reason="tessera's x86 conv kernel needs AVX2+FMA")
 def test_convs_of_dynamic_sizes_run_a_kernel_per_size():
-    """A conv the cost model gives tessera's kernel keeps it at dynamic sizes: the
-    one program builds a kernel per concrete size when a call first brings it."""
+    """Under freezing, a conv the cost model gives tessera's kernel keeps it at
+    dynamic sizes: the one program builds a kernel per concrete size when a
+    call first brings it, on the weight packed once. (Without freezing the
+    library's call decides per size whether the weight outweighs the conv.)"""
     torch.manual_seed(0)
     model = _PointwiseDepthwise().eval()
-    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={**STRICT, "freezing": True})
     with torch.no_grad(), collect_reports() as reports:
         for shape in [(1, 32, 12, 12), (2, 32, 9, 17), (1, 32, 12, 12), (3, 32, 5, 6)]:
             x = torch.randn(shape).contiguous(memory_format=torch.channels_last)
             _close(compiled(x), model(x), f"at {shape}")
     assert reports[-1].dynamic and reports[-1].conv_kernels == 2, reports[-1].summary()
+
+
+def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():
+    """Without freezing, a conv whose weight outweighs its output takes ATen's call
+    on the plain weight (oneDNN would reorder it every call): at dynamic sizes that
+    is decided per call, from the input's sizes."""
+    from tessera.compiler.ir_io import parse_module
+    from tessera.compiler.library_calls import OneDnnConv
+    from tessera.dialects import tsr
+
+    module = parse_module("""
+    func.func @f(%x: tensor<1x64x?x?xf32, #tsr.layout<nhwc>>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x?x?xf32, #tsr.layout<nhwc>> {
+      %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x64x?x?xf32, #tsr.layout<nhwc>>, tensor<64x64x3x3xf32>) -> tensor<1x64x?x?xf32, #tsr.layout<nhwc>>
+      func.return %y : tensor<1x64x?x?xf32, #tsr.layout<nhwc>>
+    }""")
+    conv = OneDnnConv(next(op for op in module.walk() if isinstance(op, tsr.ConvOp)))
+    w = torch.randn(64, 64, 3, 3)
+    assert conv._weight_bound_at(torch.empty(1, 64, 4, 4), w)  # 36864 weights, 1024 outputs
+    assert not conv._weight_bound_at(torch.empty(1, 64, 32, 32), w)
+    for n in (4, 32):
+        x = torch.randn(1, 64, n, n).contiguous(memory_format=torch.channels_last)
+        _close(conv(x, w), torch.nn.functional.conv2d(x, w, padding=1), f"at {n}")
 
 
 def _slices(x):
