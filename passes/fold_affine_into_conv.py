@@ -25,7 +25,8 @@ and packed again on every call) only a conv whose weight has at most as many
 elements as its output folds: there one pass over the weight buys the pass over
 the output the affine's kernel made, and the conv's activation becomes its
 epilogue (EfficientNet's and MobileNet's convs); a weight-heavy conv (a deep
-ResNet layer) keeps its BatchNorm as a kernel after it.
+ResNet layer) keeps its BatchNorm as a kernel after it. At dynamic sizes a
+weight folds per call up to ``DYNAMIC_FOLD_LIMIT`` elements.
 """
 
 from __future__ import annotations
@@ -45,11 +46,18 @@ from tessera.dialects.tsr.shapes import elem_of, is_static, numel, shape_of
 _FOLDABLE = (tsr.MulOp, tsr.AddOp, tsr.SubOp)
 
 
+DYNAMIC_FOLD_LIMIT = 1 << 16
+"""At dynamic sizes (no output to weigh against), a weight of up to this many
+elements still folds per call: a pass over at most 256 KB, tens of microseconds.
+A larger one (ResNet-50's deep layers: 0.26-2.4 M) keeps its affine as a kernel
+after the conv, whose cost follows the output as eager's does."""
+
+
 def _outweighs(conv: tsr.ConvOp) -> bool:
     """The conv's weight has more elements than its output (folding it per call would
-    cost more than the affine it saves); an output of dynamic size is taken as larger."""
-    out = shape_of(conv.result.type)
-    return is_static(out) and numel(shape_of(conv.weight.type)) > numel(out)
+    cost more than the affine it saves); at dynamic sizes, more than :data:`DYNAMIC_FOLD_LIMIT`."""
+    out, weight = shape_of(conv.result.type), numel(shape_of(conv.weight.type))
+    return weight > numel(out) if is_static(out) else weight > DYNAMIC_FOLD_LIMIT
 
 
 def _per_channel(v: SSAValue, out_shape: tuple[int, ...]) -> bool:
