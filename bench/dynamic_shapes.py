@@ -1,13 +1,15 @@
 """One model compiled with ``dynamic=True`` against the same model compiled static
 per size, for tessera and Inductor, at several sizes, in one process.
 
-    .venv/bin/python bench/dynamic_shapes.py [--models vae2d_block,resnet50] [--reps 7] [--threads 1]
+    .venv/bin/python bench/dynamic_shapes.py [--models vae2d_block,resnet50] [--reps 7] [--threads 1] [--freezing]
 
 For each model and size: the steady-state median per call (modes interleaved
 round by round, in a new random order each round) of eager, tessera dynamic (one
 ``torch.compile(dynamic=True)`` serving every size: kernels that take their sizes
-at run time, convolutions on the library), tessera static (a
-``torch.compile`` per size), Inductor dynamic and Inductor static; the first
+at run time; convolutions on the library, or under ``--freezing`` on tessera's
+kernel per size where its cost model says), tessera static (a ``torch.compile``
+per size), Inductor dynamic and Inductor static (each with freezing under
+``--freezing``); the first
 call of each compiled mode at that size (compile included: for a dynamic mode,
 its work for a size it has not seen); and the largest difference from eager.
 Prints a Markdown table for ``BENCHMARKS.md``. Record the machine with it.
@@ -72,11 +74,13 @@ def _timed(fn, x) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def bench(name: str, reps: int) -> list[str]:
+def bench(name: str, reps: int, freezing: bool = False) -> list[str]:
     build, shape, sizes = MODELS[name]
     eager = build()
-    dynamic = {"tessera dynamic": torch.compile(build(), backend="tessera", dynamic=True),
-               "Inductor dynamic": torch.compile(build(), dynamic=True)}
+    tessera = {"options": {"freezing": True}} if freezing else {}
+    inductor = {"options": {"freezing": True}} if freezing else {}
+    dynamic = {"tessera dynamic": torch.compile(build(), backend="tessera", dynamic=True, **tessera),
+               "Inductor dynamic": torch.compile(build(), dynamic=True, **inductor)}
     rows = []
     cases = [shape(s, 1) for s in sizes] + [shape(sizes[1], 2)]
     with torch.no_grad():
@@ -84,8 +88,8 @@ def bench(name: str, reps: int) -> list[str]:
             x = torch.randn(x_shape)
             want = eager(x)
             fns = {"eager": eager, **dynamic,
-                   "tessera static": torch.compile(build(), backend="tessera", dynamic=False),
-                   "Inductor static": torch.compile(build(), dynamic=False)}
+                   "tessera static": torch.compile(build(), backend="tessera", dynamic=False, **tessera),
+                   "Inductor static": torch.compile(build(), dynamic=False, **inductor)}
             first, error = {}, {}
             for mode in MODES[1:]:
                 first[mode] = _timed(fns[mode], x)
@@ -113,17 +117,18 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--freezing", action="store_true", help="compile every mode with freezing (weights packed once)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     logging.getLogger("tessera").setLevel(logging.ERROR)
     torch._dynamo.config.cache_size_limit = 64  # the static modes compile once per size
-    print(f"torch {torch.__version__}, {a.threads} threads")
+    print(f"torch {torch.__version__}, {a.threads} threads{', freezing' if a.freezing else ''}")
     head = ("| model | input | eager ms | tessera dyn ms | tessera static ms | Inductor dyn ms | Inductor static ms "
             "| tessera dyn / static | Inductor dyn / tessera dyn | Inductor static / tessera static "
             "| first call s (tessera dyn / Inductor dyn) | max rel. error |")
     table = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name in a.models.split(","):
-        table += bench(name, a.reps)
+        table += bench(name, a.reps, a.freezing)
     print("\n".join(table))
 
 
