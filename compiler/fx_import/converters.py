@@ -535,13 +535,23 @@ def _nearest_exact(imp, node, x, output_size, *scales):
         scales = tuple(scales[0]) if scales and scales[0] is not None else ()
     sizes_in = node.args[0].meta["val"].shape[2:]
     sizes_out = node.meta["val"].shape[2:]
-    if not all(isinstance(i, int) and isinstance(o, int) and i > 0 and o % i == 0
-               for i, o in zip(sizes_in, sizes_out)):
+    ratios = [_whole_ratio(i, o) for i, o in zip(sizes_in, sizes_out)]
+    if None in ratios:
         raise NotConvertible("nearest-exact at a fractional scale")
-    ratios = [o // i for i, o in zip(sizes_in, sizes_out)]
     if any(s is not None and float(s) != k for s, k in zip(scales, ratios)):
         raise NotConvertible("nearest-exact with a scale other than its size ratio")
     return _upsample(imp, node, x, "nearest", ratios)
+
+
+def _whole_ratio(n_in, n_out) -> int | None:
+    """``k`` where ``n_out == k * n_in`` (symbolic sizes: proven without adding guards), else None."""
+    if isinstance(n_in, int) and isinstance(n_out, int):
+        return n_out // n_in if n_in > 0 and n_out % n_in == 0 else None
+    from torch.fx.experimental.symbolic_shapes import optimization_hint as hint
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    k = hint(n_out) // max(1, hint(n_in))
+    return k if k >= 1 and known(n_out == k * n_in) else None
 
 
 @converts(aten.upsample_bilinear2d.vec)

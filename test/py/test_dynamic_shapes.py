@@ -86,6 +86,30 @@ def test_frozen_vae_blocks_fold_their_upsample_at_dynamic_sizes(name):
     assert reports[-1].dynamic and reports[-1].library["aten.polyphase_weight"] == 1, reports[-1].summary()
 
 
+class _NearestExactUp(nn.Module):
+    """The WAN VAE's upsample: nearest-exact by 2, then a 3x3 conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(nn.functional.interpolate(x, scale_factor=2.0, mode="nearest-exact"))
+
+
+def test_nearest_exact_by_a_whole_scale_folds_at_dynamic_sizes():
+    """A nearest-exact upsample whose output the shape environment proves twice
+    its input is nearest's, and folds into the conv after it (a polyphase conv)."""
+    torch.manual_seed(0)
+    model = _NearestExactUp().eval()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in [(1, 8, 6, 6), (2, 8, 5, 9), (1, 8, 12, 7)]:
+            x = torch.randn(shape)
+            _close(compiled(x), model(x), f"at {shape}")
+    assert reports[-1].dynamic and reports[-1].library["aten.polyphase_weight"] == 1, reports[-1].summary()
+
+
 def test_automatic_dynamic_compiles_the_second_size():
     """Without ``dynamic``, Dynamo makes a graph dynamic when a second size comes;
     tessera compiles that graph too, and the first size still runs compiled."""
