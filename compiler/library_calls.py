@@ -77,9 +77,9 @@ class OneDnnConv:
         self.after = None if activation in ONEDNN_POST_OPS else IN_PLACE_ACTIVATIONS[activation]
         self.input_size = list(op.input.type.get_shape())
         self.packed = layout_of(op.result.type) == channels_last(len(self.input_size))
-        self.weight_bound = not freezing and weight_bound(op)
-        # dynamic sizes with the weight read each call: weight-bound or not is decided per call
+        # at dynamic sizes, with the weight read each call, weight-bound or not is decided per call
         self.bound_per_call = not freezing and not is_static(op.result.type.get_shape())
+        self.weight_bound = not freezing and not self.bound_per_call and weight_bound(op)
         self.kernel = tuple(op.weight.type.get_shape()[2:])
         self.freezing = freezing
         self.weight: Callable[[torch.Tensor], torch.Tensor] | None = (

@@ -26,7 +26,7 @@ elements as its output folds: there one pass over the weight buys the pass over
 the output the affine's kernel made, and the conv's activation becomes its
 epilogue (EfficientNet's and MobileNet's convs); a weight-heavy conv (a deep
 ResNet layer) keeps its BatchNorm as a kernel after it. At dynamic sizes a
-weight folds per call up to ``DYNAMIC_FOLD_LIMIT`` elements.
+weight folds per call up to ``target_models.DYNAMIC_WEIGHT_LIMIT`` elements.
 """
 
 from __future__ import annotations
@@ -42,22 +42,16 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import reads_only_arguments
 from tessera.dialects.tsr.shapes import elem_of, is_static, numel, shape_of
+from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT
 
 _FOLDABLE = (tsr.MulOp, tsr.AddOp, tsr.SubOp)
 
 
-DYNAMIC_FOLD_LIMIT = 1 << 16
-"""At dynamic sizes (no output to weigh against), a weight of up to this many
-elements still folds per call: a pass over at most 256 KB, tens of microseconds.
-A larger one (ResNet-50's deep layers: 0.26-2.4 M) keeps its affine as a kernel
-after the conv, whose cost follows the output as eager's does."""
-
-
 def _outweighs(conv: tsr.ConvOp) -> bool:
     """The conv's weight has more elements than its output (folding it per call would
-    cost more than the affine it saves); at dynamic sizes, more than :data:`DYNAMIC_FOLD_LIMIT`."""
+    cost more than the affine it saves); at dynamic sizes, more than ``DYNAMIC_WEIGHT_LIMIT``."""
     out, weight = shape_of(conv.result.type), numel(shape_of(conv.weight.type))
-    return weight > numel(out) if is_static(out) else weight > DYNAMIC_FOLD_LIMIT
+    return weight > numel(out) if is_static(out) else weight > DYNAMIC_WEIGHT_LIMIT
 
 
 def _per_channel(v: SSAValue, out_shape: tuple[int, ...]) -> bool:

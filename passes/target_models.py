@@ -45,13 +45,20 @@ and 2.4 ms through ATen's NCHW call, at 2x2 (1152) 8.0 against 0.8 ms; at ratios
 12 (3x3 256->256 at 14x14) the calls are within 10% of each other."""
 
 
+DYNAMIC_WEIGHT_LIMIT = 1 << 16
+"""At dynamic sizes (no output to weigh against), a weight of up to this many
+elements is packed or folded per call: a pass over at most 256 KB, tens of
+microseconds. A larger one may be weight-bound (ResNet-50's deep layers:
+0.26-2.4 M elements): the library's call decides per call (``OneDnnConv``)."""
+
+
 def weight_bound(conv: Any) -> bool:
-    """Whether packing ``conv``'s weight per call outweighs the conv (:data:`PER_CALL_WEIGHT_BOUND`).
-    An output of dynamic size is taken as not: its spatial sizes are an image's, not known to be small."""
+    """Whether packing ``conv``'s weight per call outweighs the conv (:data:`PER_CALL_WEIGHT_BOUND`);
+    at dynamic sizes, whether its weight has more than :data:`DYNAMIC_WEIGHT_LIMIT` elements."""
     from tessera.dialects.tsr.shapes import is_static, shape_of
 
-    weight, out = shape_of(conv.weight.type), shape_of(conv.result.type)
-    return is_static(out) and math.prod(weight) > PER_CALL_WEIGHT_BOUND * math.prod(out)
+    weight, out = math.prod(shape_of(conv.weight.type)), shape_of(conv.result.type)
+    return weight > PER_CALL_WEIGHT_BOUND * math.prod(out) if is_static(out) else weight > DYNAMIC_WEIGHT_LIMIT
 
 
 @dataclass(frozen=True)

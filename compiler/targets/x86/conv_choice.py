@@ -7,7 +7,7 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(conv, None)            # this host's widest path, or None (no AVX2 and FMA)
     kernel_isa(bf16_conv, None)       # None: the library (oneDNN) computes it
     kernel_isa(conv_512x512_7x7, None, freezing=False)   # None: weight-bound, packing it per call loses
-    kernel_isa(conv_of_dynamic_sizes, None)         # with freezing, as for its channels and kernel: a kernel per size
+    kernel_isa(conv_of_dynamic_sizes, None)         # as for its channels and kernel: a kernel per size
 
 The kernel takes f32 2-D/3-D convs reading and writing channels-last or
 contiguous tensors, of a class the measured cost model
@@ -62,13 +62,13 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     (``weight_bound``) goes to the library, which reads the plain weight."""
     from xdsl.dialects.builtin import f32
 
-    from tessera.dialects.tsr.shapes import elem_of, is_static
+    from tessera.dialects.tsr.shapes import elem_of
 
     rank = len(op.input.type.get_shape())
     layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
     if None in layouts or not all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result)):
         return None
-    if not freezing and (weight_bound(op) or not is_static(op.result.type.get_shape())):
-        return None  # packed per call: at dynamic sizes the library call decides per size (OneDnnConv)
+    if not freezing and weight_bound(op):
+        return None  # packed per call (at dynamic sizes: a large weight, the library call decides per size)
     isa = _isa(features)
     return isa if isa is not None and prefers_tessera("x86", ConvShape.of(op), *layouts) else None
