@@ -41,9 +41,7 @@ class Kernel:
         self.dynamic = signature.dynamic
         """Sizes come with each launch: the grid and the dims array are computed from the tensors."""
         self.default_chunks = self._chunks(signature.grid_size, [a.numel for a in signature.args])
-        self._dim_slots = [(i, size, d) for i, a in enumerate(signature.args)  # the dims array, in its order
-                           for size, d in [(True, d) for d, n in enumerate(a.shape) if n == DYNAMIC]
-                           + [(False, d) for d, n in enumerate(a.strides) if n == DYNAMIC]]
+        self._dim_slots = signature.dim_slots
         self.empty = not self.dynamic and signature.grid_size == 0
         """An empty grid (the kernel writes a tensor with an empty dim): nothing to launch."""
         self.origin: tuple | None = None
@@ -84,14 +82,10 @@ class Kernel:
         if not self.dynamic:
             self._launcher(args, self.default_chunks if chunks is None else max(1, chunks), self.signature.grid_size)
             return
-        shapes = [t.shape for t in tensors]
-        total = 1
-        for g in self.signature.grid:
-            total *= g if isinstance(g, int) else -(-shapes[g[0]][g[1]] // g[2]) if len(g) == 3 else shapes[g[0]][g[1]]
+        total = self.signature.grid_size_of(tensors)
         if total == 0:
             return
-        values = [shapes[i][d] if size else tensors[i].stride(d) for i, size, d in self._dim_slots]
-        dims, keep = self.dims_arguments(values)  # noqa: F841 - alive until the launch returns
+        dims, keep = self.dims_arguments(self.signature.dims_of(tensors, self._dim_slots))  # noqa: F841 - alive until the launch returns
         args.extend(dims)
         if chunks is None:
             chunks = self._chunks(total, [t.numel() for t in tensors])

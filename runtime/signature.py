@@ -64,11 +64,6 @@ class BufferSpec:
     def dynamic(self) -> bool:
         return DYNAMIC in self.shape or DYNAMIC in self.strides
 
-    def dims_of(self, t: Any) -> list[int]:
-        """``t``'s dynamic sizes, then its dynamic strides (what the kernel reads at run time)."""
-        return ([int(t.shape[d]) for d, n in enumerate(self.shape) if n == DYNAMIC]
-                + [int(t.stride(d)) for d, s in enumerate(self.strides) if s == DYNAMIC])
-
     def to_json(self) -> dict[str, Any]:
         return {"shape": list(self.shape), "strides": list(self.strides), "dtype": self.dtype, "is_output": self.is_output}
 
@@ -104,9 +99,20 @@ class KernelSignature:
         """The number of grid points of a launch on ``tensors``."""
         return math.prod(grid_extent(g, tensors) for g in self.grid)
 
-    def dims_of(self, tensors: Any) -> list[int]:
-        """The dims array of a dynamic kernel's launch on ``tensors``."""
-        return [n for a, t in zip(self.args, tensors) for n in a.dims_of(t)]
+    @property
+    def dim_slots(self) -> tuple[tuple[int, bool, int], ...]:
+        """What each entry of the dims array is, in order: ``(arg, True, d)`` the
+        size of argument ``arg`` along ``d``, ``(arg, False, d)`` its stride; per
+        argument its dynamic sizes, then its dynamic strides."""
+        return tuple((i, size, d) for i, a in enumerate(self.args)
+                     for size, dims in ((True, a.shape), (False, a.strides))
+                     for d, n in enumerate(dims) if n == DYNAMIC)
+
+    def dims_of(self, tensors: Any, slots: tuple[tuple[int, bool, int], ...] | None = None) -> list[int]:
+        """The dims array of a dynamic kernel's launch on ``tensors`` (``slots``:
+        :attr:`dim_slots`, found once by a caller that launches often)."""
+        return [tensors[i].shape[d] if size else tensors[i].stride(d)
+                for i, size, d in (self.dim_slots if slots is None else slots)]
 
     @property
     def outputs(self) -> tuple[int, ...]:
