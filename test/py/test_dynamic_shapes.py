@@ -290,6 +290,22 @@ def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():
         _close(conv(x, w), torch.nn.functional.conv2d(x, w, padding=1), f"at {n}")
 
 
+def _int8_linear(a, b):
+    return torch._int_mm(a, b).float() * 0.5
+
+
+def test_an_int8_gemm_of_dynamic_rows():
+    """``torch._int_mm`` at a dynamic row count: one program, exact at every size."""
+    compiled = torch.compile(_int8_linear, backend="tessera", dynamic=True, options=STRICT)
+    gen = torch.Generator().manual_seed(0)
+    b = torch.randint(-128, 127, (64, 32), dtype=torch.int8, generator=gen)
+    with collect_reports() as reports:
+        for m in (32, 48, 40):
+            a = torch.randint(-128, 127, (m, 64), dtype=torch.int8, generator=gen)
+            assert torch.equal(compiled(a, b), _int8_linear(a, b)), m
+    assert reports[-1].dynamic, reports[-1].summary()
+
+
 def _slices(x):
     return (torch.relu(x[:, :, 1:]), x[:, :, :-2] * 2, x[:, :, 1::2].sum(), torch.cat([x, x[:, :, :3]], 2).exp(),
             x[:, :, -3:].tanh())
