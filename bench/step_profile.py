@@ -20,13 +20,13 @@ from pathlib import Path
 import torch
 
 from tessera.compiler.model_loader import load_example
-from tessera.runtime.program import Alloc, Launch, Program
+from tessera.runtime.program import Alloc, Launch, Program, SizedAlloc
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _name(step) -> str:
-    if isinstance(step, Alloc):
+    if isinstance(step, (Alloc, SizedAlloc)):
         return "alloc"
     if isinstance(step, Launch):
         return f"launch @{step.kernel.name} grid={list(step.kernel.signature.grid)}"

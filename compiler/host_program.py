@@ -43,7 +43,7 @@ from tessera.dialects.tsr.op_classes import LIBRARY_OPS
 from tessera.dialects.tsr.shapes import elem_of
 from tessera.runtime.layouts import Placement
 from tessera.runtime.module import Module
-from tessera.runtime.program import Alloc, Call, Launch, Program, Step
+from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc, Step
 
 from .errors import TesseraError
 from .host_steps import (
@@ -127,7 +127,7 @@ class _Builder:
                 else:  # dynamic sizes: allocated from the inputs' on each run
                     empty = SizedEmpty(dtypes.to_torch(elem_of(r.type)), sized[k],
                                        tuple(layout_of(r.type)), self.device)
-                    self.steps.append(Call(empty, ins, (b,)))
+                    self.steps.append(SizedAlloc(b, empty.layout, ins))  # kept between runs of these sizes
             args = ins + tuple(outs)
             self.steps.append(Launch(kernel, args))
             self.result.report.kernels += 1

@@ -76,9 +76,14 @@ class SizedEmpty:
 
     __name__ = "alloc"
 
+    def layout(self, *inputs: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
+        """The buffer's shape, strides and dtype for ``inputs`` (the program's ``SizedAlloc``)."""
+        sizes = tuple(add if i < 0 else inputs[i].shape[d] * mul + add for i, d, mul, add in self.dims)
+        return sizes, layouts.dense_strides(sizes, self.order), self.dtype
+
     def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
-        sizes = [add if i < 0 else inputs[i].shape[d] * mul + add for i, d, mul, add in self.dims]
-        return torch.empty_strided(sizes, layouts.dense_strides(sizes, self.order), dtype=self.dtype, device=self.device)
+        sizes, strides, dtype = self.layout(*inputs)
+        return torch.empty_strided(sizes, strides, dtype=dtype, device=self.device)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ Buffers are integer ids. Each intermediate buffer is dropped from the run
 right after its last use. An allocated intermediate (not an output) is kept
 for the next run and written again there when nothing else holds it: large
 buffers then keep their pages instead of being mapped and faulted in again on
-every call (the allocator returns big blocks to the OS). ``reuse_buffers=False``
+every call (the allocator returns big blocks to the OS); a ``SizedAlloc`` (sizes
+known at run time) keeps its tensor while the sizes repeat. ``reuse_buffers=False``
 allocates every buffer anew, so memory between calls holds only the outputs.
 """
 
@@ -37,6 +38,16 @@ class Alloc:
 
 
 @dataclass(frozen=True)
+class SizedAlloc:
+    """An allocation whose sizes come from tensors of the run (a kernel's output of
+    dynamic sizes): ``layout(*args)`` gives its shape, strides and dtype."""
+
+    buffer: int
+    layout: Callable[..., tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Launch:
     kernel: Kernel
     args: tuple[int, ...]
@@ -51,7 +62,7 @@ class Call:
     results: tuple[int, ...]
 
 
-Step = Alloc | Launch | Call
+Step = Alloc | SizedAlloc | Launch | Call
 
 
 def _placement(p: Placement) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
@@ -63,7 +74,7 @@ def _reads(step: Step) -> tuple[int, ...]:
 
 
 def _defines(step: Step) -> tuple[int, ...]:
-    if isinstance(step, Alloc):
+    if isinstance(step, (Alloc, SizedAlloc)):
         return (step.buffer,)
     return step.results if isinstance(step, Call) else ()
 
@@ -106,8 +117,8 @@ class Program:
             raise ProgramError("program inputs repeat a buffer id")
         last_use: dict[int, int] = {}
         for i, step in enumerate(self.steps):
-            if not isinstance(step, (Alloc, Launch, Call)):
-                raise ProgramError(f"step {i}: {type(step).__name__} is not an Alloc, Launch or Call")
+            if not isinstance(step, (Alloc, SizedAlloc, Launch, Call)):
+                raise ProgramError(f"step {i}: {type(step).__name__} is not an Alloc, SizedAlloc, Launch or Call")
             for b in _reads(step):
                 if b not in defined:
                     raise ProgramError(f"step {i} ({type(step).__name__}) uses buffer {b} before it is defined")
@@ -167,7 +178,21 @@ class Program:
             t, probe = self._kept.get(b), self._kept[_PROBE]
             if t is not None and _only_ours(t, probe):
                 return t
-        shape, strides, dtype = self._alloc[b]
+        return self._new_buffer(b, keep, self._alloc[b])
+
+    def _sized_buffer(self, step: SizedAlloc, keep: bool, env: dict[int, torch.Tensor]) -> torch.Tensor:
+        """A tensor for ``step``'s buffer at this run's sizes: last run's, when it is
+        kept, of these sizes, and no one else holds it."""
+        layout = step.layout(*(env[a] for a in step.args))
+        keep = keep and step.buffer not in self._outputs
+        if keep:
+            t, probe = self._kept.get(step.buffer), self._kept[_PROBE]
+            if t is not None and (t.shape, t.stride(), t.dtype) == layout and _only_ours(t, probe):
+                return t
+        return self._new_buffer(step.buffer, keep, layout)
+
+    def _new_buffer(self, b: int, keep: bool, layout: tuple) -> torch.Tensor:
+        shape, strides, dtype = layout
         t = torch.empty_strided(shape, strides, dtype=dtype, device=self.device)
         if keep:
             self._kept[b] = t
@@ -180,6 +205,8 @@ class Program:
                 start = time.perf_counter()
             if isinstance(step, Alloc):
                 env[step.buffer] = self._buffer(step.buffer, keep)
+            elif isinstance(step, SizedAlloc):
+                env[step.buffer] = self._sized_buffer(step, keep, env)
             elif isinstance(step, Launch):
                 if trusted:
                     step.kernel.launch_trusted([env[b] for b in step.args])
