@@ -77,10 +77,9 @@ def _timed(fn, x) -> float:
 def bench(name: str, reps: int, freezing: bool = False) -> list[str]:
     build, shape, sizes = MODELS[name]
     eager = build()
-    tessera = {"options": {"freezing": True}} if freezing else {}
-    inductor = {"options": {"freezing": True}} if freezing else {}
-    dynamic = {"tessera dynamic": torch.compile(build(), backend="tessera", dynamic=True, **tessera),
-               "Inductor dynamic": torch.compile(build(), dynamic=True, **inductor)}
+    opts = {"options": {"freezing": True}} if freezing else {}  # tessera's option and Inductor's config alike
+    dynamic = {"tessera dynamic": torch.compile(build(), backend="tessera", dynamic=True, **opts),
+               "Inductor dynamic": torch.compile(build(), dynamic=True, **opts)}
     rows = []
     cases = [shape(s, 1) for s in sizes] + [shape(sizes[1], 2)]
     with torch.no_grad():
@@ -88,8 +87,8 @@ def bench(name: str, reps: int, freezing: bool = False) -> list[str]:
             x = torch.randn(x_shape)
             want = eager(x)
             fns = {"eager": eager, **dynamic,
-                   "tessera static": torch.compile(build(), backend="tessera", dynamic=False, **tessera),
-                   "Inductor static": torch.compile(build(), dynamic=False, **inductor)}
+                   "tessera static": torch.compile(build(), backend="tessera", dynamic=False, **opts),
+                   "Inductor static": torch.compile(build(), dynamic=False, **opts)}
             first, error = {}, {}
             for mode in MODES[1:]:
                 first[mode] = _timed(fns[mode], x)

@@ -52,7 +52,7 @@ from .host_steps import (
     IrOp,
     PlacedCall,
     PreparedWeights,
-    SizedEmpty,
+    SizedLayout,
     fresh_copy,
 )
 from .interpreter import find_function
@@ -125,9 +125,8 @@ class _Builder:
                 if sized is None:
                     self.steps.append(Alloc(b, placement_of(r.type)))
                 else:  # dynamic sizes: allocated from the inputs' on each run
-                    empty = SizedEmpty(dtypes.to_torch(elem_of(r.type)), sized[k],
-                                       tuple(layout_of(r.type)), self.device)
-                    self.steps.append(SizedAlloc(b, empty.layout, ins))  # kept between runs of these sizes
+                    layout = SizedLayout(dtypes.to_torch(elem_of(r.type)), sized[k], tuple(layout_of(r.type)))
+                    self.steps.append(SizedAlloc(b, layout, ins))  # kept between runs of these sizes
             args = ins + tuple(outs)
             self.steps.append(Launch(kernel, args))
             self.result.report.kernels += 1

@@ -60,30 +60,21 @@ class Constant:
 
 
 @dataclass(frozen=True)
-class SizedEmpty:
-    """The output buffer of a kernel with dynamic sizes, allocated from its
-    inputs' sizes on each run: per dim ``(input, dim, mul, add)`` is
-    ``size(input, dim) * mul + add`` (input -1: the number ``add``), stored
-    in dim order ``order`` (``lowering/dim_exprs.py``).
+class SizedLayout:
+    """The layout of a kernel output of dynamic sizes (the program's ``SizedAlloc``):
+    per dim ``(input, dim, mul, add)`` is ``size(input, dim) * mul + add`` (input
+    -1: the number ``add``, ``lowering/dim_exprs.py``), stored in dim order ``order``.
 
-        SizedEmpty(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8)), (0, 1), cpu)(x)   # empty [x.shape[0], 8]
+        SizedLayout(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8)), (0, 1))(x)   # ((n, 8), (8, 1), float32), n = x.shape[0]
     """
 
     dtype: torch.dtype
     dims: tuple[tuple[int, int, int, int], ...]
     order: tuple[int, ...]
-    device: torch.device
 
-    __name__ = "alloc"
-
-    def layout(self, *inputs: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
-        """The buffer's shape, strides and dtype for ``inputs`` (the program's ``SizedAlloc``)."""
+    def __call__(self, *inputs: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
         sizes = tuple(add if i < 0 else inputs[i].shape[d] * mul + add for i, d, mul, add in self.dims)
         return sizes, layouts.dense_strides(sizes, self.order), self.dtype
-
-    def __call__(self, *inputs: torch.Tensor) -> torch.Tensor:
-        sizes, strides, dtype = self.layout(*inputs)
-        return torch.empty_strided(sizes, strides, dtype=dtype, device=self.device)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tessera.passes.target_models import PER_CALL_WEIGHT_BOUND, weight_bound
+from tessera.dialects.conv_sizes import conv_output_size
+from tessera.passes.target_models import outweighs, weight_bound
 
 from .conv_epilogue import ConvEpilogue
 from .weight_cache import PackedWeight
@@ -119,10 +120,8 @@ class OneDnnConv:
 
     def _weight_bound_at(self, x: torch.Tensor, w: torch.Tensor) -> bool:
         """``target_models.weight_bound`` at ``x``'s sizes."""
-        out = w.shape[0] * x.shape[0] * math.prod(
-            max(0, (n + 2 * p - d * (k - 1) - 1) // s + 1)
-            for n, k, s, p, d in zip(x.shape[2:], self.kernel, self.stride, self.padding, self.dilation))
-        return w.numel() > PER_CALL_WEIGHT_BOUND * out
+        spatial = map(conv_output_size, x.shape[2:], self.kernel, self.stride, self.padding, self.dilation)
+        return outweighs(w.numel(), w.shape[0] * x.shape[0] * math.prod(max(0, n) for n in spatial))
 
     def _on_plain_weight(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
                          r: torch.Tensor | None) -> torch.Tensor:

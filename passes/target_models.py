@@ -58,7 +58,12 @@ def weight_bound(conv: Any) -> bool:
     from tessera.dialects.tsr.shapes import is_static, shape_of
 
     weight, out = math.prod(shape_of(conv.weight.type)), shape_of(conv.result.type)
-    return weight > PER_CALL_WEIGHT_BOUND * math.prod(out) if is_static(out) else weight > DYNAMIC_WEIGHT_LIMIT
+    return outweighs(weight, math.prod(out)) if is_static(out) else weight > DYNAMIC_WEIGHT_LIMIT
+
+
+def outweighs(weight: int, output: int) -> bool:
+    """A weight of ``weight`` elements outweighs an output of ``output`` (:data:`PER_CALL_WEIGHT_BOUND`)."""
+    return weight > PER_CALL_WEIGHT_BOUND * output
 
 
 @dataclass(frozen=True)

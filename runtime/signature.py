@@ -15,9 +15,10 @@ dtype names so that a signature is plain data (JSON in the compile cache).
 
 A kernel compiled for sizes known only at run time has ``-1`` (``DYNAMIC``) for
 each such size and stride, and a grid extent ``(arg, dim)`` names the tensor
-size it is (``(arg, dim, tile)``: the number of ``tile``-wide tiles covering it). Such a kernel takes one more pointer, after the buffers: an
-``i64`` array of the dynamic sizes, then the dynamic strides, of each argument
-in order (:meth:`KernelSignature.dims_of`):
+size it is (``(arg, dim, tile)``: the number of ``tile``-wide tiles covering
+it). Such a kernel takes one more pointer, after the buffers: an ``i64`` array
+of the dynamic sizes, then the dynamic strides, of each argument in order
+(:attr:`KernelSignature.dim_slots`, :meth:`KernelSignature.dims_of`):
 
     func.func @fused_0(%x: memref<?x8xf32>, %y: memref<?x8xf32>)   // scf.parallel to (memref.dim %y, 0)
     KernelSignature("fused_0", grid=((1, 0),), args=(BufferSpec((-1, 8), (8, 1), ...), ...))

@@ -118,21 +118,6 @@ def static_strides(t: MemRefType) -> tuple[int, ...]:
     return tuple(DYNAMIC if s is None else int(s) for s in t.get_strides())
 
 
-def dynamic_slots(types) -> dict[tuple[int, str, int], int]:
-    """Where each dynamic size and stride of the arguments ``types`` sits in a
-    dynamic kernel's dims array: ``(arg, "size" | "stride", dim) -> slot``
-    (``KernelSignature.dims_of`` fills it in this order)."""
-    slots: dict[tuple[int, str, int], int] = {}
-    for i, t in enumerate(types):
-        for d, n in enumerate(sizes_of(t)):
-            if n == DYNAMIC:
-                slots[(i, "size", d)] = len(slots)
-        for d, s in enumerate(static_strides(t)):
-            if s == DYNAMIC:
-                slots[(i, "stride", d)] = len(slots)
-    return slots
-
-
 def _check_memref(t: Attribute, where: str) -> None:
     if not isinstance(t, MemRefType):
         raise CodegenError(f"{where}: kernel arguments are memrefs, got {t}")

@@ -23,7 +23,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from tessera.compiler.codegen import lower_arith, lower_math, lower_memref, lower_vector
 from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module, dynamic_slots, sizes_of, static_strides
+from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module, sizes_of, static_strides
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.codegen.types import I64, llvm_type
 from tessera.compiler.ir_io import op_location
@@ -56,7 +56,7 @@ class KernelEmitter:
     # -- driver --------------------------------------------------------------------------
     def emit(self) -> ir.Function:
         types = self.form.arg_types
-        slots = dynamic_slots(types)
+        slots = self.form.signature.dim_slots  # the dims array the runtime fills, in its order
         fn, pointers = self.target.declare_kernel(self.module, self.name, len(types), len(slots))
         for attr in self.target.function_attributes():
             fn.attributes.add(attr)
@@ -67,8 +67,9 @@ class KernelEmitter:
         start = fn.append_basic_block("start")
         self.b = ir.IRBuilder(start)
         dims = self.target.read_dims(ir.IRBuilder(self.entry), fn, len(types), len(slots)) if slots else []
-        self._dims = {id(pointers[i]): {(kind, d): dims[k] for (j, kind, d), k in slots.items() if j == i}
-                      for i in range(len(types))}
+        self._dims: dict[int, dict[tuple[bool, int], ir.Value]] = {id(p): {} for p in pointers}
+        for value, (i, size, d) in zip(dims, slots):  # (is a size, dim) -> its value
+            self._dims[id(pointers[i])][(size, d)] = value
         for arg, ptr in zip(self.form.func.body.block.args, pointers, strict=True):
             self.values[arg] = ptr
         grid = [g if isinstance(g, int) else self._extent(pointers[g[0]], types[g[0]], *g[1:])
@@ -95,7 +96,7 @@ class KernelEmitter:
     def size_of(self, base: ir.Value, t: MemRefType, d: int) -> ir.Value:
         """The size of the memref argument ``base`` (of type ``t``) along ``d``."""
         n = sizes_of(t)[d]
-        return ir.Constant(I64, n) if n != DYNAMIC else self._dims[id(base)][("size", d)]
+        return ir.Constant(I64, n) if n != DYNAMIC else self._dims[id(base)][(True, d)]
 
     def _extent(self, base: ir.Value, t: MemRefType, d: int, tile: int = 1) -> ir.Value:
         """A dynamic grid extent: the size of ``base`` along ``d`` in ``tile``-wide tiles, rounded up."""
@@ -105,7 +106,7 @@ class KernelEmitter:
     def strides_of(self, base: ir.Value, t: MemRefType) -> list[int | ir.Value]:
         """The strides of the memref ``base`` points to: numbers, and the run-time
         values of a kernel argument's dynamic strides."""
-        return [s if s != DYNAMIC else self._dims[id(base)][("stride", d)] for d, s in enumerate(static_strides(t))]
+        return [s if s != DYNAMIC else self._dims[id(base)][(False, d)] for d, s in enumerate(static_strides(t))]
 
     def entry_alloca(self, element: ir.Type, count: int) -> ir.Value:
         """``count`` elements of stack scratch, allocated once per call in the entry block."""

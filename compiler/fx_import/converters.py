@@ -248,7 +248,7 @@ def reshape_to(imp, node, x: SSAValue, t: TensorType, src, out, sizes: list | No
             continue
         if sizes is not None:
             v = sizes[d]
-            operands.append(imp.operand(v) if isinstance(v, torch.fx.Node) else imp._size(int(v)))
+            operands.append(imp.size_value(v))
             continue
         size = None
         for k in _source_run(src, out[d]):
@@ -318,8 +318,7 @@ def _expand(imp, node, x, sizes, *_, **__):
     shape, lead = t.get_shape(), len(t.get_shape()) - len(shape_of(src.type))
     operands = []
     if any(n == DYNAMIC and (d < lead or shape_of(src.type)[d - lead] != DYNAMIC) for d, n in enumerate(shape)):
-        operands = [imp.operand(v) if isinstance(v, torch.fx.Node) else imp._size(int(v))
-                    for v, n in zip(sizes, shape) if n == DYNAMIC]
+        operands = [imp.size_value(v) for v, n in zip(sizes, shape) if n == DYNAMIC]
     return emit1(imp, node, tsr.ExpandOp.create(operands=[src, *operands], result_types=[t]))
 
 

@@ -164,10 +164,13 @@ class FxImporter:
             for _ in range(k - 1):
                 out = self.emit(arith.MuliOp(out, x), node.name).results[0]
             return out
-        a, b = (self.operand(v) if isinstance(v, torch.fx.Node) else self._size(v) for v in node.args)
+        a, b = (self.size_value(v) for v in node.args)
         return self.emit(_SIZE_ARITH[node.target](a, b), node.name).results[0]
 
-    def _size(self, v: int) -> SSAValue:
+    def size_value(self, v: torch.fx.Node | int) -> SSAValue:
+        """A size of the graph as an ``i64`` value: a size node's, or a number's constant."""
+        if isinstance(v, torch.fx.Node):
+            return self.operand(v)
         if not isinstance(v, int) or isinstance(v, bool):
             raise ImportFailure(f"size arithmetic on {v!r}")
         return self.emit(arith.ConstantOp(IntegerAttr(v, i64))).results[0]

@@ -8,7 +8,7 @@ so the kernel reads it from the input's memref (``memref.dim``) and the host
 allocates the results from the input tensors:
 
     %p = tsr.pad %x, %zero {low = [0, 0, 1], high = [0, 0, 1]}   // x: tensor<1x8x?xf32>
-    dim_expr(%p, 2) == Affine(input=0, dim=2, mul=1, add=2)       // size(x, 2) + 2
+    dim_expr(%p, 2) == DimSource(operand=0, dim=2, mul=1, add=2)   // size(x, 2) + 2
 
 A dynamic dim no such function gives (a concat along it, a reshape through it)
 is a :class:`LoweringError`: ``fuse-kernels`` leaves such ops on the host
@@ -18,35 +18,18 @@ is a :class:`LoweringError`: ``fuse-kernels`` leaves such ops on the host
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, i64
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.dim_sources import dim_source
+from tessera.dialects.tsr.dim_sources import DimSource, dim_source
 from tessera.dialects.tsr.shapes import DYNAMIC, shape_of
 
 from .kernel_builder import LoweringError
 
-
-@dataclass(frozen=True)
-class Affine:
-    """``size(input #input, dim) * mul + add``."""
-
-    input: int
-    dim: int
-    mul: int = 1
-    add: int = 0
-
-    def scaled(self, k: int) -> Affine:
-        return Affine(self.input, self.dim, self.mul * k, self.add * k)
-
-    def shifted(self, k: int) -> Affine:
-        return Affine(self.input, self.dim, self.mul, self.add + k)
-
-
-DimExpr = int | Affine
+DimExpr = int | DimSource
+"""A body value's size: a number, or ``size(operand #operand of the fused op, dim) * mul + add``."""
 
 
 def dim_expr(v: SSAValue, d: int, body: Block) -> DimExpr:
@@ -58,20 +41,12 @@ def dim_expr(v: SSAValue, d: int, body: Block) -> DimExpr:
     if isinstance(v, BlockArgument):
         if v.owner is not body:
             raise LoweringError("a dynamic dim of a nested block cannot be sized")
-        return Affine(v.index, d)
+        return DimSource(v.index, d)  # the block's arguments are the fused op's operands
     src = dim_source(v.owner, d)
     if src is None or isinstance(src, int):
         raise LoweringError(f"a dynamic dim of '{v.owner.name}' is not lowered to a kernel (its size is no affine "
                             "function of an input's)")
-    return _add(_mul(dim_expr(v.owner.operands[src.operand], src.dim, body), src.mul), src.add)
-
-
-def _add(e: DimExpr, k: int) -> DimExpr:
-    return e + k if isinstance(e, int) else e.shifted(k)
-
-
-def _mul(e: DimExpr, k: int) -> DimExpr:
-    return e * k if isinstance(e, int) else e.scaled(k)
+    return src.applied_to(dim_expr(v.owner.operands[src.operand], src.dim, body))
 
 
 def result_dims(op: tsr.FusedOp) -> list[list[DimExpr]]:
@@ -96,8 +71,8 @@ def encode_result_dims(dims: Sequence[Sequence[DimExpr]]) -> ArrayAttr:
 
 def plain(e: DimExpr) -> tuple[int, int, int, int]:
     """A size as ``(input, dim, mul, add)``, input ``-1`` for the number ``add``
-    (what the host's ``SizedEmpty`` evaluates)."""
-    return (-1, 0, 0, e) if isinstance(e, int) else (e.input, e.dim, e.mul, e.add)
+    (what the host's ``SizedLayout`` evaluates)."""
+    return (-1, 0, 0, e) if isinstance(e, int) else (e.operand, e.dim, e.mul, e.add)
 
 
 def decode_result_dims(attr: ArrayAttr) -> list[tuple[tuple[int, int, int, int], ...]]:

@@ -43,6 +43,13 @@ class DimSource:
     mul: int = 1
     add: int = 0
 
+    def applied_to(self, size: DimSource | int) -> DimSource | int:
+        """This source's ``* mul + add`` applied to ``size``, what its operand's dim
+        is (a number, or itself a source: the sources of a chain of ops compose)."""
+        if isinstance(size, int):
+            return size * self.mul + self.add
+        return DimSource(size.operand, size.dim, size.mul * self.mul, size.add * self.mul + self.add)
+
 
 def dim_source(op: Operation, d: int) -> DimSource | int | None:
     """Where dim ``d`` of ``op``'s (first) result comes from: the dim itself when

@@ -35,6 +35,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tessera.dialects.conv_sizes import conv_output_size
+
 from . import dtypes
 from .shapes import (
     DYNAMIC,
@@ -161,7 +163,7 @@ class ConvOp(IRDLOperation):
             expect_shape(shape_of(self.bias.type), [w[0]], "bias")
         out = [x[0], w[0]]
         for i in range(nsp):
-            o = dim_of(lambda n, i=i: (n + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1, x[2 + i])
+            o = dim_of(lambda n, i=i: conv_output_size(n, w[2 + i], stride[i], padding[i], dilation[i]), x[2 + i])
             if o != DYNAMIC and o < 1:
                 raise VerifyException(f"kernel does not fit spatial dim {i}: output size {o}")
             out.append(o)

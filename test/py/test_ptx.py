@@ -22,24 +22,22 @@ import re
 import llvmlite.binding as llvm
 import pytest
 import torch
-
 from conftest import EXAMPLE_NAMES, assert_close, example, outputs_list, placeholder_inputs
+
 from tessera.compiler.capture import capture
-from tessera.compiler.targets import codegen_target
 from tessera.compiler.codegen import kernel_signatures, llvm_ir
 from tessera.compiler.codegen.errors import CodegenError, UnknownTarget
 from tessera.compiler.codegen.gpu import thread_per_point
-from tessera.compiler.targets.nvptx.codegen import BLOCK_SIZE, NVPTX_TRIPLE, NVPTXTarget
-from tessera.compiler.targets.nvptx.ptxas import PtxasError, assemble
-from tessera.compiler.targets.x86.codegen import X86_TRIPLE, host_cpu_and_features
-from tessera.compiler.targets.nvptx.ptxas import ptxas_path
 from tessera.compiler.host_program import build_host_program
+from tessera.compiler.placements import in_layout
 from tessera.compiler.stages import run_stages
+from tessera.compiler.targets import codegen_target
+from tessera.compiler.targets.nvptx.codegen import BLOCK_SIZE, NVPTX_TRIPLE, NVPTXTarget
+from tessera.compiler.targets.nvptx.ptxas import PtxasError, assemble, ptxas_path
+from tessera.compiler.targets.x86.codegen import X86_TRIPLE, host_cpu_and_features
 from tessera.runtime.artifact import Artifact
-from tessera.compiler.codegen.kernel_form import dynamic_slots, kernel_functions
 from tessera.runtime.cuda import CudaKernel
 from tessera.runtime.kernel import Kernel
-from tessera.compiler.placements import in_layout
 from tessera.runtime.module import Module
 from tessera.runtime.options import RuntimeOptions
 
@@ -101,8 +99,7 @@ class EmulatedPtx:
         target = target or NVPTXTarget()
         self.signatures = {s.name: s for s in kernel_signatures(kernels)}
         text = self._retarget(llvm_ir(kernels, target)) + TRUNC_F32_TO_BF16
-        self.num_dims = {name: len(dynamic_slots(fn.function_type.inputs.data))
-                         for fn in kernel_functions(kernels) for name in [fn.sym_name.data]}
+        self.num_dims = {s.name: len(s.dim_slots) for s in self.signatures.values()}
         text += "".join(self._driver(s.name, len(s.args), self.num_dims[s.name]) for s in self.signatures.values())
         mod = llvm.parse_assembly(text)
         mod.verify()
@@ -341,9 +338,9 @@ def test_thread_per_point_leaves_reductions_and_keeps_semantics():
 
 
 def test_dump_writes_every_ptx_stage(tmp_path):
-    from tessera.compiler.cli import main
-
     from conftest import EXAMPLES
+
+    from tessera.compiler.cli import main
 
     assert main(["dump", str(EXAMPLES / "video_vae_block.py"), "--target", "ptx", "--all-stages", "-o", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())

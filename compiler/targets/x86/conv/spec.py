@@ -22,6 +22,7 @@ from typing import cast
 
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import get_conv_isa
+from tessera.dialects.conv_sizes import conv_output_size
 from tessera.dialects.dim_orders import channels_last, identity, strides_for
 
 ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh")
@@ -114,8 +115,8 @@ class ConvSpec:
 
     @property
     def output_size(self) -> tuple[int, ...]:
-        return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
-                     zip(self.input_size, self.kernel, self.dims("stride"), self.dims("padding"), self.dims("dilation")))
+        return tuple(map(conv_output_size, self.input_size, self.kernel, self.dims("stride"), self.dims("padding"),
+                         self.dims("dilation")))
 
     def as3d(self, what: str) -> tuple[int, int, int]:
         """``input_size``/``output_size``/``kernel``/``stride``/``padding``/``dilation``
