@@ -41,7 +41,7 @@ from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.op_classes import LIBRARY_OPS
 from tessera.dialects.tsr.shapes import elem_of
-from tessera.runtime.layouts import Placement
+from tessera.runtime.layouts import Placement, SizedLayout
 from tessera.runtime.module import Module
 from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc, Step
 
@@ -52,7 +52,6 @@ from .host_steps import (
     IrOp,
     PlacedCall,
     PreparedWeights,
-    SizedLayout,
     fresh_copy,
 )
 from .interpreter import find_function

@@ -37,7 +37,8 @@ class Kernel:
         self._takes_tensors = takes_tensors
         self._module: object = None  # set by the Module that owns the code, to keep it alive
         self._dtypes = tuple(_torch_dtype(a.dtype) for a in signature.args)
-        self._threads, self._min_work = options.num_threads, options.min_work_per_thread
+        self.threads, self.min_work = options.num_threads, options.min_work_per_thread
+        """How a launch splits its grid: at most ``threads`` chunks of at least ``min_work`` elements."""
         self.dynamic = signature.dynamic
         """Sizes come with each launch: the grid and the dims array are computed from the tensors."""
         self.default_chunks = self._chunks(signature.grid_size, [a.numel for a in signature.args])
@@ -64,7 +65,18 @@ class Kernel:
         self.launch(*tensors)
 
     def _chunks(self, total: int, numels: Sequence[int]) -> int:
-        return max(1, min(self._threads, total, sum(numels) // self._min_work))
+        return max(1, min(self.threads, total, sum(numels) // self.min_work))
+
+    @property
+    def serial(self) -> Callable[..., None] | None:
+        """The machine code itself, ``fn(*pointers, lo, hi)`` on grid points ``[lo, hi)``
+        of the calling thread, where the launcher exposes it (the cpu device's): what
+        a straight-line runner calls for a one-chunk launch (``runtime/runner.py``)."""
+        return None if self._takes_tensors else getattr(self._launcher, "serial", None)
+
+    @property
+    def launcher(self) -> Launcher:
+        return self._launcher
 
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
@@ -93,9 +105,10 @@ class Kernel:
 
     def dims_arguments(self, dims: list[int]) -> tuple[list[Any], object]:
         """What a dynamic kernel's launch passes after the buffers for its ``dims``
-        (a CPU kernel: the address of an ``i64`` array), and what must stay alive while it runs."""
+        (a CPU kernel: the address of an ``i64`` array; devices override it), and what
+        must stay alive while it runs."""
         array = (ctypes.c_int64 * max(1, len(dims)))(*dims)
-        return [array if self._takes_tensors else ctypes.addressof(array)], array
+        return [ctypes.addressof(array)], array
 
     def check(self, tensors: Sequence[torch.Tensor]) -> None:
         """Raises :class:`SignatureMismatch` unless every tensor is what the code expects."""

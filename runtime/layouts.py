@@ -53,7 +53,32 @@ class OrderPlacement:
         return Placement(self.dtype, sizes, dense_strides(sizes, self.order))
 
     def holds(self, t: torch.Tensor) -> bool:
-        return t.dim() == len(self.shape) and self.sized(t.shape).holds(t)
+        shape = t.shape
+        if t.dtype != self.dtype or len(shape) != len(self.shape):
+            return False
+        if any(n >= 0 and n != m for n, m in zip(self.shape, shape)):
+            return False
+        strides = dense_strides(shape, self.order)  # checked on every call: no Placement made
+        return t.stride() == strides or same_strides(shape, t.stride(), strides)
+
+
+@dataclass(frozen=True)
+class SizedLayout:
+    """The layout of a kernel output of dynamic sizes (a program's ``SizedAlloc``):
+    per dim ``(input, dim, mul, add)`` is ``size(input, dim) * mul + add`` (input
+    -1: the number ``add``; the compiler's ``lowering/dim_exprs.py``), stored
+    densely in dim order ``order``.
+
+        SizedLayout(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8)), (0, 1))(x)   # ((n, 8), (8, 1), float32), n = x.shape[0]
+    """
+
+    dtype: torch.dtype
+    dims: tuple[tuple[int, int, int, int], ...]
+    order: tuple[int, ...]
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
+        sizes = tuple(add if i < 0 else inputs[i].shape[d] * mul + add for i, d, mul, add in self.dims)
+        return sizes, dense_strides(sizes, self.order), self.dtype
 
 
 def dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:

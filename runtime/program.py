@@ -14,6 +14,11 @@ buffers then keep their pages instead of being mapped and faulted in again on
 every call (the allocator returns big blocks to the OS); a ``SizedAlloc`` (sizes
 known at run time) keeps its tensor while the sizes repeat. ``reuse_buffers=False``
 allocates every buffer anew, so memory between calls holds only the outputs.
+
+A run whose launches need no check and whose buffers are kept (the steady
+state) runs the steps written out as one Python function
+(``runtime/runner.py``), made on the first such run; every other run is
+interpreted here (``straight_line=False``: always).
 """
 
 from __future__ import annotations
@@ -100,6 +105,7 @@ class Program:
     outputs: tuple[int, ...]
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     reuse_buffers: bool = True
+    straight_line: bool = True
     _free_after: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     _alloc: dict[int, tuple] = field(init=False, repr=False, compare=False)
     _checked: list = field(init=False, repr=False, compare=False)
@@ -107,6 +113,7 @@ class Program:
     _launched: tuple[int, ...] = field(init=False, repr=False, compare=False)
     _kept: dict[int, torch.Tensor] = field(init=False, repr=False, compare=False)
     _running: threading.Lock = field(init=False, repr=False, compare=False)
+    _runner: list = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -145,10 +152,11 @@ class Program:
         object.__setattr__(self, "_launched", tuple(i for i, b in enumerate(self.inputs) if b in launched))
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
+        object.__setattr__(self, "_runner", [None, None])  # straight-line functions: plain, timed
 
     def __reduce__(self) -> tuple:
         """Pickled as what it was made of (the graph cache stores programs): no kept buffers."""
-        return Program, (self.steps, self.inputs, self.outputs, self.device, self.reuse_buffers)
+        return Program, (self.steps, self.inputs, self.outputs, self.device, self.reuse_buffers, self.straight_line)
 
     def run(self, *tensors: torch.Tensor, on_step: Callable[[Step, float], None] | None = None) -> list[torch.Tensor]:
         """The outputs for ``tensors``; ``on_step(step, seconds)`` after each step
@@ -158,7 +166,8 @@ class Program:
         and whenever the dtypes, shapes, strides or devices of the inputs kernels
         read differ from the last checked run; otherwise every buffer is as it was
         then (allocations and library results are placed by their types), and
-        launches skip the check."""
+        launches skip the check; such a run with kept buffers runs the
+        straight-line function (``runtime/runner.py``)."""
         if len(tensors) != len(self.inputs):
             raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
         seen = tuple((t.dtype, t.shape, t.stride(), t.device) if isinstance(t, torch.Tensor) else t
@@ -166,10 +175,23 @@ class Program:
         trusted = seen == self._checked[0]
         keep = self.reuse_buffers and self._running.acquire(blocking=False)  # one run at a time keeps buffers
         try:
+            if trusted and keep and self.straight_line:
+                if on_step is None:
+                    return self._straight_line(False)(*tensors)
+                return self._straight_line(True)(*tensors, on_step)
             return self._run(tensors, seen, trusted, keep, on_step)
         finally:
             if keep:
                 self._running.release()
+
+    def _straight_line(self, timed: bool) -> Callable[..., list[torch.Tensor]]:
+        """The steps as one function (``runtime/runner.py``), made on first use; ``timed``: calling ``on_step``."""
+        run = self._runner[timed]
+        if run is None:
+            from tessera.runtime.runner import straight_line
+
+            run = self._runner[timed] = straight_line(self, timed)
+        return run
 
     def _buffer(self, b: int, keep: bool) -> torch.Tensor:
         """A tensor for allocated buffer ``b``: last run's, when it is kept and no one else holds it."""

@@ -36,21 +36,21 @@ class SizedConv:
 
     def __init__(self, spec: ConvSpec):
         self.spec = spec
-        self._kernels: dict[tuple[int, ...], Kernel] = {}
+        self._kernels: dict[tuple[int, ...], tuple[ConvSpec, Kernel, tuple, tuple]] = {}
 
-    def kernel(self, shape: tuple[int, ...]) -> tuple[ConvSpec, Kernel]:
-        """The spec and loaded kernel for an input of ``shape``."""
-        spec = dataclasses.replace(self.spec, batch=shape[0], input_size=shape[2:])
-        kernel = self._kernels.get(shape)
-        if kernel is None:
+    def kernel(self, shape: tuple[int, ...]) -> tuple[ConvSpec, Kernel, tuple, tuple]:
+        """The spec and loaded kernel for an input of ``shape``, and its output's shape and strides."""
+        found = self._kernels.get(shape)
+        if found is None:
             if len(self._kernels) >= SIZES_KEPT:
                 self._kernels.pop(next(iter(self._kernels)))
-            kernel = self._kernels[shape] = load_conv(spec)
-        return spec, kernel
+            spec = dataclasses.replace(self.spec, batch=shape[0], input_size=shape[2:])
+            found = self._kernels[shape] = (spec, load_conv(spec), spec.output_shape(), spec.output_strides())
+        return found
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
-        spec, kernel = self.kernel(tuple(x.shape))
-        out = torch.empty_strided(spec.output_shape(), spec.output_strides(), dtype=x.dtype, device=x.device)
+        _, kernel, shape, strides = self.kernel(tuple(x.shape))
+        out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
         kernel(x, w, *operands, out)
         return out
 

@@ -1,0 +1,218 @@
+"""A program's steps written out as one Python function, straight-line.
+
+``Program.run`` interprets its steps: a dispatch on each step's kind, buffers in
+a dict, a launch through the kernel's layers, a few microseconds a step that a
+graph of hundreds of small kernels pays on every call. :func:`straight_line`
+writes the steps out once as Python source, buffers as locals, each launch a
+call of the machine code itself, and compiles it:
+
+    def run(b0):
+        t = kept.get(2)                                    # Alloc 2, kept between runs
+        if t is None or rc(t) > rc(probe) or use(t.untyped_storage()._cdata) > 2:
+            t = kept[2] = new(S0, T1, dtype=D2, device=device)
+        b2 = t
+        K3(b0.data_ptr(), b2.data_ptr(), 0, 512)          # Launch: one chunk of the grid
+        del b0
+        b4 = one(F4(b2), F4)                               # Call
+        del b2
+        return [b4]
+
+It runs what the interpreter runs for a call whose launches are trusted (the
+inputs the kernels read are placed as in the last checked run) and whose
+buffers are kept (``Program.reuse_buffers``, one run at a time): the same
+allocations, reuse decisions, launches and frees, in the same order. The
+interpreter stays the reference; it also runs every other call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tessera.runtime.errors import ProgramError
+from tessera.runtime.kernel import Kernel
+from tessera.runtime.layouts import SizedLayout, dense_strides
+
+if TYPE_CHECKING:
+    from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
+
+Runner = Callable[..., list]
+
+
+def straight_line(program: Program, timed: bool = False) -> Runner:
+    """The steps of ``program`` as one compiled function of its inputs (see the
+    module doc); ``timed``: a function of its inputs and ``on_step``, called as
+    ``on_step(step, seconds)`` after each step, as ``Program.run`` does
+    (``bench/step_profile.py``)."""
+    return _Writer(program, timed).function()
+
+
+def one(out: Any, fn: Callable) -> Any:
+    """A ``Call``'s one result: ``out`` itself when it is a tensor, else its only item."""
+    if isinstance(out, torch.Tensor):
+        return out
+    return many(out, 1, fn)[0]
+
+
+def many(out: Any, n: int, fn: Callable) -> list:
+    """A ``Call``'s ``n`` results, as the interpreter checks them."""
+    outs = [out] if isinstance(out, torch.Tensor) else list(out)
+    if len(outs) != n:
+        raise ProgramError(f"call of {getattr(fn, '__name__', fn)} returned {len(outs)} tensors, expected {n}")
+    return outs
+
+
+class _Writer:
+    """Writes one program's function; ``names`` holds what its source refers to."""
+
+    def __init__(self, program: Program, timed: bool):
+        self.program, self.timed = program, timed
+        self.names: dict[str, Any] = {
+            "kept": program._kept, "rc": sys.getrefcount, "use": torch._C._storage_Use_Count,
+            "new": torch.empty_strided, "device": program.device, "one": one, "many": many,
+            "dense": dense_strides, "clock": time.perf_counter,
+        }
+        self.lines: list[str] = []
+
+    def name(self, prefix: str, value: Any) -> str:
+        """A name in the function's globals for ``value``."""
+        key = f"{prefix}{len(self.names)}"
+        self.names[key] = value
+        return key
+
+    def emit(self, line: str, depth: int = 1) -> None:
+        self.lines.append("    " * depth + line)
+
+    def function(self) -> Runner:
+        from tessera.runtime.program import _PROBE, Alloc, Call, Launch, SizedAlloc
+
+        p = self.program
+        params = [_b(b) for b in p.inputs] + (["on_step"] if self.timed else [])
+        self.lines.append(f"def run({', '.join(params)}):")
+        self.emit(f"probe = kept[{_PROBE}]")  # held as each kept buffer is: the dict, a local (runtime.program._only_ours)
+        for i, (step, free) in enumerate(zip(p.steps, p._free_after)):
+            if self.timed:
+                self.emit("start = clock()")
+            if isinstance(step, Alloc):
+                self.alloc(step)
+            elif isinstance(step, SizedAlloc):
+                self.sized_alloc(step)
+            elif isinstance(step, Launch):
+                self.launch(step)
+            elif isinstance(step, Call):
+                self.call(step)
+            else:
+                raise ProgramError(f"step {i}: {type(step).__name__} has no straight-line form")
+            if free:
+                self.emit(f"del {', '.join(_b(b) for b in free)}")
+            if self.timed:
+                self.emit(f"on_step({self.name('P', step)}, clock() - start)")
+        self.emit(f"return [{', '.join(_b(b) for b in p.outputs)}]")
+        source = "\n".join(self.lines) + "\n"
+        scope = dict(self.names)
+        exec(compile(source, f"<tessera program {id(p):#x}>", "exec"), scope)
+        run = scope["run"]
+        run.source = source  # what it runs, for a reader
+        return run
+
+    def _new(self, shape: str, strides: str, dtype: torch.dtype) -> str:
+        return f"new({shape}, {strides}, dtype={self.name('D', dtype)}, device=device)"
+
+    def _kept_or_new(self, b: int, fits: str, new: str) -> None:
+        """``b`` is last run's tensor when it ``fits`` and nothing else holds it, else ``new``."""
+        self.emit(f"t = kept.get({b})")
+        self.emit(f"if t is None{fits} or rc(t) > rc(probe) or use(t.untyped_storage()._cdata) > 2:")
+        self.emit(f"t = kept[{b}] = {new}", 2)
+        self.emit(f"{_b(b)} = t")
+
+    def alloc(self, step: Alloc) -> None:
+        pl = step.placement
+        new = self._new(self.name("S", pl.shape), self.name("T", pl.strides), pl.dtype)
+        if step.buffer in self.program._outputs:
+            self.emit(f"{_b(step.buffer)} = {new}")
+        else:
+            self._kept_or_new(step.buffer, "", new)
+
+    def sized_alloc(self, step: SizedAlloc) -> None:
+        layout = step.layout
+        if not isinstance(layout, SizedLayout):  # any other layout: called, as the interpreter does
+            self.emit(f"s, st, dt = {self.name('L', layout)}({', '.join(_b(a) for a in step.args)})")
+            fits, new = " or (t.shape, t.stride(), t.dtype) != (s, st, dt)", "new(s, st, dtype=dt, device=device)"
+        else:
+            sizes = [str(add) if i < 0 else _affine(f"{_b(step.args[i])}.shape[{d}]", mul, add)
+                     for i, d, mul, add in layout.dims]
+            self.emit(f"s = ({', '.join(sizes)},)")
+            # the kept tensor came from this layout: its dtype and dim order; equal sizes, equal strides
+            fits, new = " or t.shape != s", self._new("s", f"dense(s, {self.name('O', layout.order)})", layout.dtype)
+        if step.buffer in self.program._outputs:
+            self.emit(f"{_b(step.buffer)} = {new}")
+        else:
+            self._kept_or_new(step.buffer, fits, new)
+
+    def launch(self, step: Launch) -> None:
+        k = step.kernel
+        args = [_b(b) for b in step.args]
+        if k.empty:
+            return
+        serial = k.serial
+        if serial is None or type(k).dims_arguments is not Kernel.dims_arguments:
+            self.emit(f"{self.name('K', k)}.launch_trusted([{', '.join(args)}])")
+            return
+        fn, launcher = self.name("K", serial), self.name("L", k.launcher)
+        pointers = [f"{a}.data_ptr()" for a in args]
+        if not k.dynamic:
+            total, chunks = k.signature.grid_size, k.default_chunks
+            if chunks <= 1 or total <= 1:
+                self.emit(f"{fn}({', '.join(pointers)}, 0, {total})")
+            else:
+                self.emit(f"{launcher}([{', '.join(pointers)}], {chunks}, {total})")
+            return
+        sig = k.signature
+        extents = [str(g) if isinstance(g, int) else _extent(args[g[0]], g) for g in sig.grid]
+        self.emit(f"n = {' * '.join(extents) or '1'}")
+        self.emit("if n:")
+        slots = sig.dim_slots
+        dims = (ctypes.c_int64 * max(1, len(slots)))()
+        array = self.name("A", dims)  # filled on each launch: one run at a time uses it
+        if slots:
+            values = [f"{args[i]}.shape[{d}]" if size else f"{args[i]}.stride({d})" for i, size, d in slots]
+            self.emit(f"{array}[:] = ({', '.join(values)},)", 2)
+        pointers.append(str(ctypes.addressof(dims)))
+        if k.threads <= 1:
+            self.emit(f"{fn}({', '.join(pointers)}, 0, n)", 2)
+            return
+        self.emit(f"c = min({k.threads}, n, ({' + '.join(f'{a}.numel()' for a in args)}) // {k.min_work})", 2)
+        self.emit(f"if c <= 1: {fn}({', '.join(pointers)}, 0, n)", 2)
+        self.emit(f"else: {launcher}([{', '.join(pointers)}], c, n)", 2)
+
+    def call(self, step: Call) -> None:
+        fn = self.name("F", step.fn)
+        value = f"{fn}({', '.join(_b(b) for b in step.args)})"
+        results = [_b(b) for b in step.results]
+        if len(results) == 1:
+            self.emit(f"{results[0]} = one({value}, {fn})")
+        elif results:
+            self.emit(f"{', '.join(results)} = many({value}, {len(results)}, {fn})")
+        else:
+            self.emit(f"many({value}, 0, {fn})")
+
+
+def _b(buffer: int) -> str:
+    return f"b{buffer}"
+
+
+def _affine(size: str, mul: int, add: int) -> str:
+    """``size * mul + add`` as source, without the identities."""
+    term = size if mul == 1 else f"{size} * {mul}"
+    return term if add == 0 else f"{term} + {add}" if add > 0 else f"{term} - {-add}"
+
+
+def _extent(arg: str, g: Sequence[int]) -> str:
+    """A dynamic grid extent ``(arg, dim)`` or ``(arg, dim, tile)`` as source (``signature.grid_extent``)."""
+    size = f"{arg}.shape[{g[1]}]"
+    return f"(-(-{size} // {g[2]}))" if len(g) == 3 else size

@@ -1,0 +1,144 @@
+"""The straight-line runner (``runtime/runner.py``): a program's steady-state
+run as one generated function gives what the interpreter gives, bit for bit,
+on real compiled programs (static and dynamic sizes, frozen or not, kernels,
+library calls, sized allocations), and keeps its buffers as the interpreter does."""
+
+from __future__ import annotations
+
+import weakref
+
+import pytest
+import torch
+from xdsl.dialects.builtin import TensorType, f32
+
+from tessera.compiler.placements import placement_of
+from tessera.dialects.tsr.layout import LayoutAttr
+from tessera.runtime import Alloc, Call, Launch, Program
+from tessera.runtime.errors import ProgramError
+from tessera.runtime.layouts import SizedLayout
+from tessera.runtime.program import SizedAlloc
+from tessera.runtime.runner import straight_line
+
+from conftest import example
+from kernel_testing import load
+from test_runtime import scale_inputs, scale_kernel, scale_reference
+
+
+@pytest.fixture
+def compared(monkeypatch):
+    """Every straight-line run is checked against the interpreter's run of the same
+    inputs (fresh buffers, nothing kept): the programs it ran are listed."""
+    ran: list[Program] = []
+    made = Program._straight_line
+
+    def checked_runner(self, timed):
+        run = made(self, timed)
+
+        def both(*tensors):
+            got = run(*tensors)
+            want = self._run(tensors, None, True, False, None)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                if isinstance(w, torch.Tensor):
+                    assert type(g) is torch.Tensor and g.shape == w.shape and g.stride() == w.stride()
+                    assert torch.equal(g.nan_to_num(), w.nan_to_num()), "straight-line run differs"
+            ran.append(self)
+            return got
+
+        return both
+
+    monkeypatch.setattr(Program, "_straight_line", checked_runner)
+    return ran
+
+
+@pytest.mark.parametrize("name,dynamic,freezing", [
+    ("vae2d_block", True, False), ("video_vae_block", True, True), ("resnet_block", False, False),
+    ("mobilenet_block", True, False), ("unet_block", False, True), ("mlp", True, False),
+])
+def test_steady_state_runs_are_the_interpreters(compared, name, dynamic, freezing):
+    model, (x,) = example(name)
+    compiled = torch.compile(model, backend="tessera", dynamic=dynamic, options={"strict": True, "freezing": freezing})
+    sizes = [tuple(x.shape)]
+    if dynamic:
+        sizes.append((x.shape[0] + 1, *x.shape[1:]))
+    with torch.no_grad():
+        for shape in sizes * 2:  # a size again: its launches are trusted, its buffers kept
+            xs = torch.randn(shape)
+            for _ in range(2):
+                got = compiled(xs)
+            torch.testing.assert_close(got, model(xs), rtol=1e-4, atol=1e-4)
+    assert compared, "no run took the straight-line function"
+    if dynamic:
+        assert any(isinstance(s, SizedAlloc) for p in compared for s in p.steps)
+
+
+@pytest.fixture(scope="module")
+def scale_module():
+    return load(scale_kernel())
+
+
+def _nhwc():
+    return placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
+
+
+def test_the_function_reads_as_the_steps(scale_module):
+    k = scale_module.kernel("scale")
+    prog = Program(steps=[Alloc(2, _nhwc()), Launch(k, (0, 1, 2)), Call(torch.relu, (2,), (3,))],
+                   inputs=(0, 1), outputs=(3,))
+    run = straight_line(prog)
+    lines = run.source.splitlines()
+    assert lines[0] == "def run(b0, b1):"
+    assert any("b0.data_ptr(), b1.data_ptr(), b2.data_ptr(), 0, " in line for line in lines)
+    assert "del b0, b1" in run.source and "del b2" in run.source and lines[-1] == "    return [b3]"
+    x, s, _ = scale_inputs()
+    prog.run(x, s)  # checked by the interpreter; the next runs are the function's
+    refs = []
+    for _ in range(3):
+        (y,) = prog.run(x, s)
+        refs.append(weakref.ref(y))
+        torch.testing.assert_close(y, scale_reference(x, s).relu(), rtol=1e-5, atol=1e-5)
+    assert prog._runner[0] is not None
+
+
+def test_sized_allocations_are_kept_while_sizes_repeat(scale_module):
+    """A ``SizedAlloc``'s tensor is the last run's when the sizes repeat and no
+    one holds it; a new size (or a held tensor) gets a new one."""
+    k = scale_module.kernel("scale")
+    layout = SizedLayout(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8), (0, 2, 1, 0), (0, 3, 1, 0)), (0, 2, 3, 1))
+    seen = []
+    prog = Program(steps=[SizedAlloc(2, layout, (0,)), Launch(k, (0, 1, 2)),
+                          Call(lambda t: (seen.append(t.data_ptr()), t.relu())[1], (2,), (3,))],
+                   inputs=(0, 1), outputs=(3,))
+    x, s, _ = scale_inputs()
+    for _ in range(3):
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, scale_reference(x, s).relu(), rtol=1e-5, atol=1e-5)
+    assert len(set(seen)) == 1 and prog._runner[0] is not None
+
+
+def test_timed_runs_report_every_step(scale_module):
+    k = scale_module.kernel("scale")
+    steps = [Alloc(2, _nhwc()), Launch(k, (0, 1, 2)), Call(torch.relu, (2,), (3,))]
+    prog = Program(steps=steps, inputs=(0, 1), outputs=(3,))
+    x, s, _ = scale_inputs()
+    prog.run(x, s)
+    timed = []
+    prog.run(x, s, on_step=lambda step, seconds: timed.append((step, seconds)))
+    assert [t[0] for t in timed] == steps and all(t[1] >= 0 for t in timed)
+    assert prog._runner[1] is not None and prog._runner[0] is None
+
+
+def test_a_call_returning_the_wrong_count_is_a_program_error():
+    prog = Program(steps=[Call(lambda a: (a, a), (0,), (1,))], inputs=(0,), outputs=(1,))
+    with pytest.raises(ProgramError, match="returned 2 tensors, expected 1"):
+        straight_line(prog)(torch.ones(1))
+    pair = Program(steps=[Call(lambda a: (a, a + 1), (0,), (1, 2))], inputs=(0,), outputs=(2, 1))
+    got = straight_line(pair)(torch.ones(1))
+    assert [g.item() for g in got] == [2.0, 1.0]
+
+
+def test_interpreted_when_asked():
+    prog = Program(steps=[Call(torch.neg, (0,), (1,))], inputs=(0,), outputs=(1,), straight_line=False)
+    for _ in range(3):
+        (y,) = prog.run(torch.ones(2))
+    assert prog._runner == [None, None] and y.tolist() == [-1.0, -1.0]
