@@ -16,8 +16,6 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from tessera.dialects.tsr.shapes import DYNAMIC
-
 from . import targets
 from .context import make_context
 from .errors import TesseraError, UnsupportedStage
@@ -71,30 +69,12 @@ def lower_kernels(fused: ModuleOp, target: str):
     from .lowering import lower_to_kernels
 
     t = targets.get(target)
-    if not t.dynamic_sizes:
-        _static_sizes_only(fused, t.name)
     program = lower_to_kernels(fused, half_in_f32=t.half_compute == "f32-compute", transpose_tile=t.transpose_tile)
     if t.thread_per_point:
         from .codegen.gpu import thread_per_point
 
         program.kernels = thread_per_point(program.kernels)
     return program
-
-
-def _static_sizes_only(module: ModuleOp, target: str) -> None:
-    """Kernels of ``target`` are generated for static sizes: an op with a dynamic dim
-    (``?``) is a located error here (``torch.compile`` compiles a graph per size class instead)."""
-    from xdsl.dialects.builtin import TensorType
-
-    from .ir_io import op_location
-    from .lowering.kernel_builder import LoweringError
-
-    found = [(op, v.type) for op in module.walk() for v in (*op.operands, *op.results)
-             if isinstance(v.type, TensorType) and DYNAMIC in v.type.get_shape()]
-    if found:  # the first op with a location (a fused region's ops have their source's)
-        op, t = next(((op, t) for op, t in found if op_location(op) is not None), found[0])
-        raise LoweringError(f"'{op.name}' has dynamic dims ({t}): {target} kernels are generated for static sizes only",
-                            op_location(op))
 
 
 def _fused(prev: StageOutput, opts: CompileOptions) -> StageOutput:

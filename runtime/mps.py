@@ -8,9 +8,15 @@ time by ``torch.mps.compile_shader``; a ``metallib`` one (``xcrun metal``) is lo
 with ``torch.mps.load_metallib``. Either returns a library whose kernels torch
 launches on its own command queue: each tensor binds to the ``[[buffer(i)]]`` of
 its position, and ``threads`` = prod(grid) threads are dispatched (one per grid
-point; the kernel bound-checks ``tid``). A kernel with more than 31 buffers is
-printed with one argument buffer, which this launcher cannot fill (torch binds
-tensors, not GPU addresses): loading it is a :class:`LoadError`.
+point; the kernel bound-checks ``tid``). A kernel with sizes known only at run
+time takes its dims array (``KernelSignature.dims_of``) as one more argument, a
+list of ints that torch copies into a ``constant long*`` buffer (``setBytes``):
+
+    lib.fused_0(x, out, [x.shape[0], out.shape[0]], threads=[x.shape[0] * 8])
+
+A kernel with more than 31 buffers (its dims buffer counted) is printed with one
+argument buffer, which this launcher cannot fill (torch binds tensors, not GPU
+addresses): loading it is a :class:`LoadError`.
 """
 
 from __future__ import annotations
@@ -18,13 +24,30 @@ from __future__ import annotations
 import torch
 
 from tessera.runtime.artifact import Artifact
-from tessera.runtime.errors import LoadError, UnsupportedDevice
+from tessera.runtime.errors import LoadError, SignatureMismatch, UnsupportedDevice
 from tessera.runtime.kernel import Kernel
 from tessera.runtime.module import Module
 from tessera.runtime.options import RuntimeOptions
 
 MAX_BUFFERS = 31
 """Metal's buffer argument table (``compiler.targets.metal.msl.MAX_BUFFERS``)."""
+MAX_THREADS = 2**32 - 1
+"""A kernel's ``tid`` is a ``uint`` (``thread_position_in_grid``)."""
+
+
+class MpsKernel(Kernel):
+    """A :class:`Kernel` whose launch passes torch tensors, and a dynamic kernel's dims as a list."""
+
+    def dims_arguments(self, dims: list[int]) -> tuple[list, object]:
+        """The dims as one list of ints, which ``torch.mps`` binds as an ``int64`` array in the
+        ``constant`` address space at the next buffer index (an empty list does not bind: ``[0]``)."""
+        return [list(dims) or [0]], None
+
+
+def _launch(fn, name: str, tensors, total: int) -> None:
+    if total > MAX_THREADS:
+        raise SignatureMismatch(f"kernel @{name}: a grid of {total} points exceeds Metal's 32-bit thread_position_in_grid")
+    fn(*tensors, threads=[total])
 
 
 def unavailable_reason(device: torch.device) -> str | None:
@@ -54,16 +77,16 @@ def load(artifact: Artifact, device: torch.device, options: RuntimeOptions | Non
     library = _library(artifact)
     kernels = {}
     for sig in artifact.signatures:
-        if len(sig.args) > MAX_BUFFERS:
-            raise LoadError(f"kernel @{sig.name} takes {len(sig.args)} buffers, more than Metal's {MAX_BUFFERS}: it is "
+        if sig.num_pointers > MAX_BUFFERS:
+            raise LoadError(f"kernel @{sig.name} takes {sig.num_pointers} buffers, more than Metal's {MAX_BUFFERS}: it is "
                             "printed with an argument buffer, which torch.mps cannot bind")
         try:
             fn = getattr(library, sig.name)
         except (AttributeError, RuntimeError):
             raise LoadError(f"the Metal library has no kernel @{sig.name}") from None
 
-        def launcher(tensors, chunks, total, fn=fn):
-            fn(*tensors, threads=[total])
+        def launcher(tensors, chunks, total, fn=fn, name=sig.name):
+            _launch(fn, name, tensors, total)
 
-        kernels[sig.name] = Kernel(sig, device, launcher, options, takes_tensors=True)
+        kernels[sig.name] = MpsKernel(sig, device, launcher, options, takes_tensors=True)
     return Module(artifact, kernels, keepalive=library)

@@ -182,7 +182,7 @@ def _grid(par: scf.ParallelOp, where: str) -> tuple[GridDim, ...]:
     grid: list[GridDim] = []
     for v in par.upperBound:
         g = constant_index(v)
-        extent: GridDim | None = g if g is not None and g >= 0 else argument_dim(v) or _tiles_of_dim(v)
+        extent: GridDim | None = g if g is not None and g >= 0 else argument_dim(v) or tiles_of_dim(v)
         if isinstance(extent, tuple) and (n := sizes_of(_arg_type(par, extent[0]))[extent[1]]) != DYNAMIC:
             extent = n if len(extent) == 2 else -(-n // extent[2])  # the dim of a static size
         if extent is None:
@@ -197,7 +197,7 @@ def _arg_type(par: scf.ParallelOp, arg: int) -> MemRefType:
     return cast(func.FuncOp, par.parent_op()).function_type.inputs.data[arg]
 
 
-def _tiles_of_dim(v: SSAValue) -> tuple[int, int, int] | None:
+def tiles_of_dim(v: SSAValue) -> tuple[int, int, int] | None:
     """``(arg, dim, t)`` when ``v`` is ``(memref.dim(arg, dim) + t - 1) / t`` (a tile grid's extent)."""
     op = v.owner
     if not isinstance(op, arith.DivUIOp) or (t := constant_index(op.rhs)) is None or t < 1:

@@ -82,9 +82,6 @@ class Target:
     """Relayout reads through in-register transpose tiles of this width (``lowering.transpose_tiles``)."""
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
-    dynamic_sizes: bool = True
-    """Kernels may take their sizes at run time (``runtime/signature.py``); else a
-    graph with dynamic dims is compiled per size class."""
     own_conv_kernel_passes: tuple[str, ...] = ()
     """Fusion passes that shape convs for the target's own conv kernel, by name. All
     run with ``{target=<name> features=...}`` and are left out with ``conv_kernels=False``."""

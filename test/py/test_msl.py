@@ -20,17 +20,27 @@ from xdsl.dialects import func
 
 from tessera.compiler.capture import capture
 from tessera.compiler.codegen.errors import CodegenError
+from tessera.compiler.host_program import build_host_program
+from tessera.compiler.interpreter import interpret
+from tessera.compiler.ir_io import parse_module
+from tessera.compiler.placements import in_layout
+from tessera.compiler.stage_io import CompileOptions
 from tessera.compiler.targets.metal.msl import MAX_BUFFERS, msl_artifact, print_msl
 from tessera.compiler.targets.metal.msl.metallib import ToolchainMissing, build_metallib, xcrun_path
 from tessera.compiler.targets.metal.msl.types import BFLOAT, FLOAT, HALF, INT, LONG, literal
 from tessera.compiler import targets
-from tessera.compiler.stages import run_stages, stage_names
+from tessera.compiler.stages import fuse_kernels, lower_kernels, run_stages, stage_names
+from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.artifact import Artifact
 from tessera.runtime.kernel import Kernel
+from tessera.runtime.module import Module
+from tessera.runtime.mps import MpsKernel
 from tessera.runtime.options import RuntimeOptions
 
 from conftest import EXAMPLE_NAMES, REPO, load_example_module, random_tensor
 from kernel_eval import allocate_for, memref_strides, run_kernel, torch_dtype
 from kernel_testing import kernel, memref, parse_kernels
+from test_dynamic_kernels import CASES as DYNAMIC_CASES
 
 STUB_DIR = REPO / "test" / "msl"
 GXX = shutil.which("g++")
@@ -142,15 +152,17 @@ def test_a_bare_literal_in_half_context_fails(tmp_path):
 
 # -- running the printed code (C++ with real half/bfloat rounding) --------------------------------
 def driver(ns: str, module) -> str:
-    """``extern "C" void <ns>_<kernel>(void** buffers, uint threads)``: every thread in turn."""
+    """``extern "C" void <ns>_<kernel>(void** buffers, uint threads)``: every thread in turn
+    (a dynamic kernel's dims array is the buffer after its tensors)."""
     out = []
     for k in module.kernels:
         casts = ", ".join(f"reinterpret_cast<{'' if p.is_output else 'const '}{p.element.buffer_type}*>(b[{i}])"
                           for i, p in enumerate(k.params))
+        dims = "" if k.dims_buffer is None else f"reinterpret_cast<long*>(b[{len(k.params)}]), "
         if k.argument_buffer:
-            body = f"{ns}::{k.name}_args a{{{casts}}}; for (uint t = 0; t < n; ++t) {ns}::{k.name}(a, t);"
+            body = f"{ns}::{k.name}_args a{{{casts}}}; for (uint t = 0; t < n; ++t) {ns}::{k.name}(a, {dims}t);"
         else:
-            body = f"for (uint t = 0; t < n; ++t) {ns}::{k.name}({casts}, t);"
+            body = f"for (uint t = 0; t < n; ++t) {ns}::{k.name}({casts}, {dims}t);"
         out.append(f'extern "C" void {ns}_{k.name}(void** b, uint n) {{ {body} }}')
     return "\n".join(out) + "\n"
 
@@ -169,14 +181,25 @@ class CppKernels:
         self.lib = ctypes.CDLL(str(so))
 
     def kernel(self, ns: str, name: str) -> Kernel:
+        """The kernel launched as ``runtime/mps.py`` launches it (``MpsKernel``: tensors, then
+        a dynamic kernel's dims as a list of ints), here on CPU tensors."""
         info = next(k for k in self.printed[ns].kernels if k.name == name)
         entry = getattr(self.lib, f"{ns}_{name}")
-        threads = -(-info.threads // 64) * 64 + 64  # a rounded-up dispatch: the bound check must hold
 
-        def launcher(tensors, chunks, total):
-            entry((ctypes.c_void_p * len(tensors))(*(t.data_ptr() for t in tensors)), ctypes.c_uint(threads))
+        def launcher(args, chunks, total):
+            threads = -(-total // 64) * 64 + 64  # a rounded-up dispatch: the bound check must hold
+            keep = [a if isinstance(a, torch.Tensor) else (ctypes.c_int64 * len(a))(*a) for a in args]
+            pointers = [k.data_ptr() if isinstance(k, torch.Tensor) else ctypes.addressof(k) for k in keep]
+            entry((ctypes.c_void_p * len(pointers))(*pointers), ctypes.c_uint(threads))
 
-        return Kernel(info.signature, torch.device("cpu"), launcher, RuntimeOptions(cache_dir=None), takes_tensors=True)
+        return MpsKernel(info.signature, torch.device("cpu"), launcher, RuntimeOptions(cache_dir=None), takes_tensors=True)
+
+    def module(self, ns: str) -> Module:
+        """The kernels of ``ns`` as a runtime Module (what a host program launches)."""
+        printed = self.printed[ns]
+        kernels = {k.name: self.kernel(ns, k.name) for k in printed.kernels}
+        art = Artifact("metal", "msl", printed.source.encode("ascii"), printed.signatures)
+        return Module(art, kernels, keepalive=self)
 
 
 def random_input(t, gen: torch.Generator) -> torch.Tensor:
@@ -457,3 +480,165 @@ def test_kernels_run_on_mps(dtype):
         for got, want in zip(on_gpu[n_in:], run_kernel(fn, inputs)):
             tol = TOL[want.dtype]
             torch.testing.assert_close(got.cpu(), want, rtol=tol, atol=tol * max(1.0, float(want.float().abs().max())))
+
+
+# -- kernels that take their sizes at run time -------------------------------------------------------
+def dynamic_program(name: str, dtype: str = "f32"):
+    """A graph of ``test_dynamic_kernels`` (``?`` dims) in ``dtype`` and its metal ``kernel`` stage."""
+    text, shapes = DYNAMIC_CASES[name]
+    if dtype != "f32":
+        text = text.replace("f32", dtype)
+    module = parse_module(text)
+    return module, lower_kernels(fuse_kernels(module, CompileOptions("metal")), "metal"), shapes
+
+
+def dynamic_inputs(module, shape, seed: int, dtype: torch.dtype) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    types = list(next(iter(module.body.block.ops)).function_type.inputs.data)
+    return [in_layout(torch.randn([n if n >= 0 else shape[d] for d, n in enumerate(t.get_shape())], generator=gen)
+                      .to(dtype), t) for t in types]
+
+
+@needs_gxx
+def test_dynamic_kernels_print_msl_that_compiles_strictly(tmp_path):
+    """Every dynamic graph, in f32/f16/bf16: each kernel takes its dims buffer after its
+    tensors, in the order of ``dim_slots``, and the whole file passes the strict check."""
+    units = []
+    for name in sorted(DYNAMIC_CASES):
+        for dtype in DTYPES:
+            module = print_msl(dynamic_program(name, dtype)[1].kernels)
+            for k in module.kernels:
+                assert k.signature.dynamic and k.dims_buffer == len(k.signature.args), k.name
+                assert f"constant long* tsr_dims [[buffer({k.dims_buffer})]]," in module.source
+            assert "const long tsr_d" in module.source and "-1L" not in module.source
+            assert not BARE.search(module.source), BARE.search(module.source)
+            units.append(in_namespace(f"{name}_{dtype}", module.source))
+    proc = compile_cpp('#include "metal_stub.h"\n' + "".join(units), tmp_path, "-fsyntax-only", *STRICT)
+    assert proc.returncode == 0, proc.stderr[:4000]
+
+
+@needs_gxx
+@pytest.mark.parametrize("name,dtype", [(n, "f32") for n in sorted(DYNAMIC_CASES)]
+                         + [("pad_upsample", "f16"), ("interleave", "bf16"), ("relayout", "bf16")])
+def test_dynamic_kernels_run_at_every_size(name, dtype, tmp_path):
+    """One MSL compile per graph; its host program launches the C++ of the printed kernels
+    (dims as ``MpsKernel`` passes them: a list after the tensors) at three sizes, and
+    matches the graph's reference interpreter: run-time sizes, strides and grids."""
+    module, program, shapes = dynamic_program(name, dtype)
+    binaries = CppKernels({name: program.kernels}, tmp_path)
+    host = build_host_program(program.host, binaries.module(name))
+    tol = TOL[DTYPES[dtype]]
+    for k, shape in enumerate(shapes):
+        xs = dynamic_inputs(module, shape, k, DTYPES[dtype])
+        for got, want in zip(host(*xs), interpret(module, *xs), strict=True):
+            assert got.shape == want.shape, (name, shape)
+            scale = max(1.0, float(want.float().abs().max()))
+            torch.testing.assert_close(got, want, rtol=tol, atol=tol * scale, msg=lambda m: f"{name} {shape}: {m}")
+
+
+def _dynamic_special_kernels() -> str:
+    x, y = "memref<?x?xf16, strided<[?, 1]>>", "memref<?x?xf16>"
+    v = "memref<?xf32>"
+    n = MAX_BUFFERS - 1  # inputs: with the output, Metal's 31 buffers; the dims buffer is one more
+    many = [f"%x{j}: {v}" for j in range(n)] + [f"%acc: {v}"]
+    loads = "\n".join(f"    %l{j} = memref.load %x{j}[%i] : {v}" for j in range(n))
+    sums = "\n".join(["    %s1 = arith.addf %l0, %l1 : f32"]
+                     + [f"    %s{j} = arith.addf %s{j - 1}, %l{j} : f32" for j in range(2, n)])
+    return f"""
+func.func @tiles(%x: {x}, %y: {y}) attributes {{tsr.kernel, tsr.outputs = array<i64: 1>}} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %half = arith.constant 5.000000e-01 : f16
+  %n = memref.dim %y, %c0 : {y}
+  %w = memref.dim %y, %c1 : {y}
+  %a = arith.addi %w, %c7 : index
+  %t = arith.divui %a, %c8 : index
+  "scf.parallel"(%c0, %c0, %n, %t, %c1, %c1) <{{operandSegmentSizes = array<i32: 2, 2, 2, 0>}}> ({{
+  ^bb0(%i: index, %j: index):
+    %base = arith.muli %j, %c8 : index
+    scf.for %k = %c0 to %c8 step %c1 {{
+      %col = arith.addi %base, %k : index
+      %inside = arith.cmpi slt, %col, %w : index
+      scf.if %inside {{
+        %v = memref.load %x[%i, %col] : {x}
+        %m = arith.mulf %v, %half : f16
+        %r = arith.addf %m, %v : f16
+        memref.store %r, %y[%i, %col] : {y}
+      }}
+    }}
+    scf.reduce
+  }}) : (index, index, index, index, index, index) -> ()
+  func.return
+}}
+func.func @many_dynamic({", ".join(many)}) attributes {{tsr.kernel, tsr.outputs = array<i64: {n}>}} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %acc, %c0 : {v}
+  "scf.parallel"(%c0, %n, %c1) <{{operandSegmentSizes = array<i32: 1, 1, 1, 0>}}> ({{
+  ^bb0(%i: index):
+{loads}
+{sums}
+    memref.store %s{n - 1}, %acc[%i] : {v}
+    scf.reduce
+  }}) : (index, index, index) -> ()
+  func.return
+}}"""
+
+
+@needs_gxx
+def test_dynamic_tiles_strides_and_argument_buffer_run(tmp_path):
+    """A grid of ``ceil(w / 8)`` tiles over a run-time width (its ``memref.dim`` and tile
+    math left to the dims buffer, the width still read in the body), a run-time row
+    stride, half arithmetic; and a dynamic kernel whose dims buffer tips it past
+    Metal's 31 buffers (argument buffer at 0, dims at 1)."""
+    kernels = parse_kernels(_dynamic_special_kernels())
+    module = print_msl(kernels)
+    tiles, many = module.kernels
+    assert tiles.signature.grid == ((1, 0), (1, 1, 8)) and tiles.dims_buffer == 2
+    assert many.argument_buffer and many.dims_buffer == 1 and len(many.params) == MAX_BUFFERS
+    text = module.source.split("kernel void many_dynamic")[0]
+    # dims: [x.size(0), x.size(1), x.stride(0), y.size(0), y.size(1), y.stride(0)]; x's sizes are never read
+    assert "tsr_dims[0]" not in text and "tsr_dims[1]" not in text
+    assert "const long tsr_d4 = tsr_dims[4];  // size 1 of y" in text
+    assert "const long tsr_g1 = (tsr_d4 + 7L) / 8L;" in text and " = 7L;" not in text  # the IR's tile math: not printed
+    assert "if (static_cast<long>(tid) >= tsr_d3 * tsr_g1) return;" in text
+    assert "rest % static_cast<uint>(tsr_g1)" in text
+    assert re.search(r"x\[v\d+ \* tsr_d2 \+ v\d+\]", text) and re.search(r"y\[v\d+ \* tsr_d5 \+ v\d+\] = ", text)
+    assert "constant many_dynamic_args& args [[buffer(0)]],\n    constant long* tsr_dims [[buffer(1)]]," in module.source
+    proc = compile_cpp('#include "metal_stub.h"\n' + module.source, tmp_path, "-fsyntax-only", *STRICT)
+    assert proc.returncode == 0, proc.stderr[:4000]
+
+    binaries = CppKernels({"dyn": kernels}, tmp_path)
+    for n, w in ((3, 13), (2, 16), (1, 5)):
+        x = torch.randn(n, 2 * w).half()[:, :w]  # row stride 2w: a run-time stride
+        y = torch.full((n, w), float("nan"), dtype=torch.half)
+        binaries.kernel("dyn", "tiles")(x, y)
+        assert torch.equal(y, x * 0.5 + x), (n, w)
+        xs = [torch.randn(n * w) for _ in range(MAX_BUFFERS - 1)]
+        acc = torch.empty(n * w)
+        binaries.kernel("dyn", "many_dynamic")(*xs, acc)
+        expect = xs[0].clone()
+        for t in xs[1:]:
+            expect = expect + t
+        torch.testing.assert_close(acc, expect, rtol=0, atol=0)
+
+
+def test_mps_kernel_passes_dims_as_a_list():
+    """What ``torch.mps`` binds after the tensors of a dynamic kernel: one list of ints
+    (setBytes into ``constant long*``), in ``dim_slots`` order; a grid past 2^32 - 1
+    threads is refused before it reaches Metal."""
+    from tessera.runtime import mps
+
+    kernels = parse_kernels(_dynamic_special_kernels())
+    sig = print_msl(kernels).kernels[0].signature
+    calls = []
+    k = MpsKernel(sig, torch.device("cpu"), lambda args, chunks, total: calls.append((args, total)),
+                  RuntimeOptions(cache_dir=None), takes_tensors=True)
+    x, y = torch.empty(3, 26).half()[:, :13], torch.empty(3, 13).half()
+    k(x, y)
+    ((args, total),) = calls
+    assert args[:2] == [x, y] and args[2] == sig.dims_of([x, y]) == [3, 13, 26, 3, 13, 13] and total == 3 * 2
+    with pytest.raises(SignatureMismatch, match="exceeds Metal's 32-bit"):
+        mps._launch(lambda *a, **kw: None, "tiles", [x, y], 2**32)

@@ -38,7 +38,6 @@ class Metal(GpuTarget):
     name = "metal"
     device = "mps"
     half_compute = "native"
-    dynamic_sizes = False  # the MSL printer writes static sizes
     default_stage = "msl"
 
     def models(self) -> TargetModels:

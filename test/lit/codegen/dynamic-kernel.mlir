@@ -1,13 +1,28 @@
 // A kernel that takes its sizes at run time: dynamic sizes and strides of its
 // memrefs (`?`) and a grid of `memref.dim`s. On x86 they come in one more
 // pointer, an i64 array after the buffers (each argument's dynamic sizes, then
-// its dynamic strides); on NVPTX as i64 parameters, the grid their product.
+// its dynamic strides); on NVPTX as i64 parameters, the grid their product; on
+// Metal the same array as one more buffer, `constant long*`, read where used.
 // RUN: compilerctl translate %s --target x86 --emit llvm | filecheck %s
 // RUN: compilerctl translate %s --target ptx --emit ptx | filecheck %s --check-prefix=PTX
-// Metal prints static sizes only: the kernel is refused, not printed with a stride of -1.
-// RUN: not compilerctl translate %s --target metal --emit msl 2>&1 | filecheck %s --check-prefix=METAL
+// RUN: compilerctl translate %s --target metal --emit msl | filecheck %s --check-prefix=METAL
 
-// METAL: error: kernel @relu_nhwc: the metal target prints static sizes only
+// METAL-LABEL: kernel void relu_nhwc(
+// METAL-NEXT: device const float* in0 {{\[\[}}buffer(0){{\]\]}},
+// METAL-NEXT: device float* out0 {{\[\[}}buffer(1){{\]\]}},
+// METAL-NEXT: constant long* tsr_dims {{\[\[}}buffer(2){{\]\]}},
+// METAL-NEXT: uint tid {{\[\[}}thread_position_in_grid{{\]\]}}) {
+// METAL-NEXT: const long tsr_d2 = tsr_dims[2];  // stride 0 of in0
+// METAL-NEXT: const long tsr_d3 = tsr_dims[3];  // size 0 of out0
+// METAL-NEXT: const long tsr_d4 = tsr_dims[4];  // size 2 of out0
+// METAL-NEXT: const long tsr_d5 = tsr_dims[5];  // stride 0 of out0
+// METAL-NEXT: const long tsr_d6 = tsr_dims[6];  // stride 1 of out0
+// METAL: const long [[W:v[0-9]+]] = tsr_d4;
+// METAL: if (static_cast<long>(tid) >= tsr_d3 * 8L) return;
+// METAL: for (long [[J:v[0-9]+]] = v{{[0-9]+}}; [[J]] < [[W]];
+// METAL: in0{{\[}}[[N:v[0-9]+]] * tsr_d2 + [[C:v[0-9]+]] + [[J]] * 8L{{\]}}
+// METAL: out0{{\[}}[[N]] * tsr_d5 + [[C]] * tsr_d6 + [[J]]{{\]}} =
+// METAL-NOT: -1L
 
 // The 7 dims: in0's sizes n, w and stride of n; out0's sizes n, w and strides of n, c.
 // CHECK: define void @relu_nhwc(ptr noalias {{.*}}%arg0, ptr noalias {{.*}}%arg1, ptr noalias {{.*}}%dims, i64 %lo, i64 %hi)

@@ -18,8 +18,24 @@ One grid point per thread. Every SSA value becomes a typed local (``const half v
 assigning its results, ``memref.load/store`` an access at ``sum(index_k * stride_k)``
 (the memref's static strides), ``memref.alloca`` a local array. A kernel with more
 than 31 buffers (Metal's buffer-table limit) takes one argument buffer instead: a
-struct of device pointers at ``[[buffer(0)]]``. Kernels have no scalar arguments
-(shapes and strides are compile-time constants), so no scalar ever needs a slot.
+struct of device pointers at ``[[buffer(0)]]``.
+
+A kernel with sizes known only at run time (``KernelSignature.dynamic``) takes one
+more buffer after its tensors (after the argument buffer, if any): the ``long``
+array of its dynamic sizes and strides in the order of ``KernelSignature.dim_slots``,
+which ``memref.dim``, dynamic strides and the grid read; its index math is ``long``
+(no size bounds it), the de-flattening of ``tid`` ``uint`` (the grid fits 32 bits):
+
+    func.func @k(%x: memref<?x8xf32>, %y: memref<?x8xf32>)     // scf.parallel to (memref.dim %y, %c0), %c8
+ ->
+    kernel void k(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                  constant long* tsr_dims [[buffer(2)]],   // [x.size(0), y.size(0)]
+                  uint tid [[thread_position_in_grid]]) {
+      const long tsr_d1 = tsr_dims[1];
+      if (static_cast<long>(tid) >= tsr_d1 * 8L) return;
+      uint rest = tid;
+      const long v0 = static_cast<long>(rest % 8u);
+      ...
 """
 
 from __future__ import annotations
@@ -30,18 +46,30 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue, Use
 
 from tessera.compiler.codegen.errors import CodegenError
-from tessera.compiler.codegen.kernel_form import KernelForm, analyze_kernel, kernel_functions, static_strides
+from tessera.compiler.codegen.kernel_form import (
+    KernelForm,
+    analyze_kernel,
+    constant_index,
+    kernel_functions,
+    sizes_of,
+    static_strides,
+)
 from tessera.compiler.ir_io import op_location
 from tessera.compiler.targets.metal.msl.expressions import EXPRESSIONS
 from tessera.compiler.targets.metal.msl.prelude import prelude
-from tessera.compiler.targets.metal.msl.types import BOOL, MslType, index_type, literal, msl_type
-from tessera.runtime.signature import KernelSignature
+from tessera.compiler.targets.metal.msl.types import BOOL, LONG, MslType, index_type, literal, msl_type
+from tessera.runtime.signature import DYNAMIC, KernelSignature
 
 MAX_BUFFERS = 31
-"""Entries of Metal's buffer argument table; more buffers go through one argument buffer."""
+"""Entries of Metal's buffer argument table; more buffers (a dynamic kernel's dims
+buffer counted) go through one argument buffer."""
+MAX_THREADS = 2**32 - 1
+"""Metal's ``thread_position_in_grid`` is a ``uint``."""
+DIMS = "tsr_dims"
+"""The dims buffer of a dynamic kernel (``tsr_`` names cannot clash with a parameter's)."""
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _RESERVED = frozenset(
@@ -68,7 +96,9 @@ class MslParam:
 
 @dataclass(frozen=True)
 class MslKernel:
-    """A printed kernel: how to launch it (``threads`` = prod(grid), one per grid point)."""
+    """A printed kernel: how to launch it (``threads`` = prod(grid), one per grid point;
+    a dynamic kernel: ``signature.grid_size_of(tensors)``, and its dims buffer bound
+    at ``dims_buffer``)."""
 
     name: str
     signature: KernelSignature
@@ -78,6 +108,13 @@ class MslKernel:
     @property
     def threads(self) -> int:
         return self.signature.grid_size
+
+    @property
+    def dims_buffer(self) -> int | None:
+        """The ``[[buffer(i)]]`` of the dims array (``KernelSignature.dims_of``), None if static."""
+        if not self.signature.dynamic:
+            return None
+        return 1 if self.argument_buffer else len(self.params)
 
 
 @dataclass(frozen=True)
@@ -119,15 +156,19 @@ class KernelPrinter:
         self.current: Operation | None = None  # the op being printed, for error locations
         if not _IDENT.match(self.name) or self.name in _RESERVED:
             raise CodegenError(f"kernel @{self.name}: the name is not a valid Metal identifier")
-        if form.signature.dynamic:
-            raise CodegenError(f"kernel @{self.name}: the metal target prints static sizes only; this kernel "
-                               "takes sizes at run time")
-        self.index = index_type(self._largest_index())
-        if form.signature.grid_size > 2**32 - 1:
+        self.dynamic = form.signature.dynamic
+        self.slots = {slot: k for k, slot in enumerate(form.signature.dim_slots)}
+        self.used_slots: set[int] = set()
+        # Run-time sizes bound nothing: a dynamic kernel's index math is 64-bit.
+        self.index = LONG if self.dynamic else index_type(self._largest_index())
+        if form.signature.grid_size > MAX_THREADS:
             raise CodegenError(f"kernel @{self.name}: grid of {form.signature.grid_size} points exceeds "
                                "Metal's 32-bit thread_position_in_grid")
         self.params = self._params()
-        self.info = MslKernel(self.name, form.signature, self.params, len(self.params) > MAX_BUFFERS)
+        self.info = MslKernel(self.name, form.signature, self.params,
+                              len(self.params) + (1 if self.dynamic else 0) > MAX_BUFFERS)
+        self.skipped: set[Operation] = set()
+        self._skip_grid_only_ops()
 
     # -- context for expressions.py --------------------------------------------------------------
     def type(self, value: SSAValue) -> MslType:
@@ -183,12 +224,48 @@ class KernelPrinter:
         return tuple(params)
 
     def _signature_lines(self) -> list[str]:
+        dims = [] if self.info.dims_buffer is None else [f"    constant long* {DIMS} [[buffer({self.info.dims_buffer})]],"]
         if not self.info.argument_buffer:
             params = [f"    {p.declaration} [[buffer({i})]]," for i, p in enumerate(self.params)]
-            return [f"kernel void {self.name}(", *params, "    uint tid [[thread_position_in_grid]]) {"]
+            return [f"kernel void {self.name}(", *params, *dims, "    uint tid [[thread_position_in_grid]]) {"]
         struct = [f"struct {self.name}_args {{", *(f"  {p.declaration};" for p in self.params), "};", ""]
         return [*struct, f"kernel void {self.name}(constant {self.name}_args& args [[buffer(0)]],",
-                "    uint tid [[thread_position_in_grid]]) {"]
+                *dims, "    uint tid [[thread_position_in_grid]]) {"]
+
+    # -- run-time sizes -----------------------------------------------------------------------
+    def dim_value(self, arg: int, size: bool, d: int) -> str:
+        """The local holding argument ``arg``'s run-time size (``size``) or stride along ``d``:
+        ``tsr_d<k>``, read from entry ``k`` of the dims buffer at the top of the kernel."""
+        k = self.slots[(arg, size, d)]
+        self.used_slots.add(k)
+        return f"tsr_d{k}"
+
+    def _dims_lines(self) -> list[str]:
+        """``const long tsr_d3 = tsr_dims[3];  // stride 0 of y``, for the entries the kernel reads."""
+        slots = self.form.signature.dim_slots
+        return [f"  const long tsr_d{k} = {DIMS}[{k}];  // {'size' if slots[k][1] else 'stride'} {slots[k][2]} of "
+                f"{self.params[slots[k][0]].name}" for k in sorted(self.used_slots)]
+
+    def _argument(self, v: SSAValue, op: Operation) -> int:
+        """The position of the kernel argument ``v`` (whose run-time sizes ``op`` reads)."""
+        if isinstance(v, BlockArgument) and v.owner is self.form.func.body.block:
+            return v.index
+        raise self.error(f"'{op.name}' reads a run-time size or stride of a memref that is not a kernel argument", op)
+
+    def _free(self, use: Use) -> bool:
+        """Whether ``use`` prints nothing: a bound of the grid loop (printed from the
+        signature), the dim operand of a ``memref.dim``, or an operand of a skipped op."""
+        op = use.operation
+        return op is self.form.parallel or (isinstance(op, memref.DimOp) and use.index == 1) or op in self.skipped
+
+    def _skip_grid_only_ops(self) -> None:
+        """Adds to ``skipped`` the ops ahead of the grid loop that only compute its bounds
+        (``memref.dim``, tiles ``(n + 7) / 8``): the grid is printed from the signature."""
+        top = list(self.form.func.body.block.ops)
+        for op in reversed(top[:top.index(self.form.parallel)]):
+            pure = op.name.startswith("arith.") and not isinstance(op, arith.ConstantOp) or isinstance(op, memref.DimOp)
+            if pure and op.results and all(self._free(u) for r in op.results for u in r.uses):
+                self.skipped.add(op)
 
     # -- the walk -----------------------------------------------------------------------------
     def print(self) -> str:
@@ -200,13 +277,33 @@ class KernelPrinter:
         for op in block.ops:
             if op is self.form.parallel:
                 self._grid()
-            elif op.name != "func.return":
+            elif op.name != "func.return" and op not in self.skipped:
                 self.op(op)
-        return "\n".join([*self._signature_lines(), *self.lines, "}", ""])
+        return "\n".join([*self._signature_lines(), *self._dims_lines(), *self.lines, "}", ""])
 
     def _grid(self) -> None:
+        """The bound check of ``tid`` and its de-flattening, innermost grid dim fastest.
+        A run-time extent is a ``long`` of the dims buffer; the runtime dispatches at most
+        2^32 - 1 threads, so every extent fits the ``uint`` de-flattening."""
         grid = self.form.signature.grid
-        self.emit(f"if (tid >= {math.prod(grid)}u) return;")
+        extents: list[str] = []  # the uint divisor of each grid dim
+        if all(isinstance(g, int) for g in grid):
+            self.emit(f"if (tid >= {math.prod(g for g in grid if isinstance(g, int))}u) return;")
+            extents = [f"{g}u" for g in grid]
+        else:
+            factors = []
+            for d, g in enumerate(grid):
+                if isinstance(g, int):
+                    factors.append(literal(g, LONG))
+                    extents.append(f"{g}u")
+                    continue
+                n = self.dim_value(g[0], True, g[1])
+                if len(g) == 3:  # tiles of g[2] covering the size, rounded up
+                    self.emit(f"const long tsr_g{d} = ({n} + {literal(g[2] - 1, LONG)}) / {literal(g[2], LONG)};")
+                    n = f"tsr_g{d}"
+                factors.append(n)
+                extents.append(f"static_cast<uint>({n})")
+            self.emit(f"if (static_cast<long>(tid) >= {' * '.join(factors)}) return;")
         ivs = self.form.parallel.body.block.args
         if len(grid) > 1:
             self.emit("uint rest = tid;")
@@ -216,10 +313,10 @@ class KernelPrinter:
             elif d == 0:
                 source = "rest"
             else:
-                source = f"rest % {grid[d]}u"
+                source = f"rest % {extents[d]}"
             self.declare(ivs[d], f"static_cast<{self.index}>({source})")
             if 0 < d:
-                self.emit(f"rest /= {grid[d]}u;")
+                self.emit(f"rest /= {extents[d]};")
         self.block(self.form.parallel.body.block)
 
     def block(self, block: Block) -> list[str]:
@@ -246,6 +343,8 @@ class KernelPrinter:
             self._store(op)
         elif isinstance(op, memref.AllocaOp):
             self._alloca(op)
+        elif isinstance(op, memref.DimOp):
+            self._dim(op)
         else:
             printer = EXPRESSIONS.get(op.name)
             if printer is None or len(op.results) != 1:
@@ -254,8 +353,8 @@ class KernelPrinter:
 
     def _constant(self, op: arith.ConstantOp) -> None:
         result = op.results[0]
-        if all(use.operation is self.form.parallel for use in result.uses):
-            return  # unused, or a grid bound (only the scf.parallel reads it)
+        if all(self._free(use) for use in result.uses):
+            return  # unused, a grid bound (only the scf.parallel reads it) or the dim of a memref.dim
         value = op.value
         if not isinstance(value, (IntegerAttr, FloatAttr)):
             raise self.error(f"arith.constant of {value} is not supported (only scalar constants)", op)
@@ -307,13 +406,26 @@ class KernelPrinter:
         self.emit("}")
 
     # -- memory -------------------------------------------------------------------------------
-    def _offset(self, t: MemRefType, indices: list[SSAValue]) -> str:
+    def _offset(self, op: memref.LoadOp | memref.StoreOp, t: MemRefType) -> str:
+        """``sum(index_k * stride_k)``: a static stride as a literal, a dynamic one as its dims entry."""
         terms = []
-        for idx, stride in zip(indices, static_strides(t), strict=True):
-            if stride != 0:
-                name = self.names[idx]
+        for d, (idx, stride) in enumerate(zip(op.indices, static_strides(t), strict=True)):
+            name = self.names[idx]
+            if stride == DYNAMIC:
+                terms.append(f"{name} * {self.dim_value(self._argument(op.memref, op), False, d)}")
+            elif stride != 0:
                 terms.append(name if stride == 1 else f"{name} * {literal(stride, self.index)}")
         return " + ".join(terms) or "0"
+
+    def _dim(self, op: memref.DimOp) -> None:
+        """``memref.dim %x, %c0``: a static size as a literal, a dynamic one from the dims buffer."""
+        t = self._memref_type(op.source, op)
+        d = constant_index(op.index)
+        if d is None or not 0 <= d < len(t.get_shape()):
+            raise self.error("memref.dim needs a constant dim of its memref", op)
+        n = sizes_of(t)[d]
+        self.declare(op.results[0], literal(n, self.index) if n != DYNAMIC
+                     else self.dim_value(self._argument(op.source, op), True, d))
 
     def _memref_type(self, v: SSAValue, op: Operation) -> MemRefType:
         if not isinstance(v.type, MemRefType):
@@ -322,7 +434,7 @@ class KernelPrinter:
 
     def _load(self, op: memref.LoadOp) -> None:
         t = self._memref_type(op.memref, op)
-        access = f"{self.names[op.memref]}[{self._offset(t, list(op.indices))}]"
+        access = f"{self.names[op.memref]}[{self._offset(op, t)}]"
         self.declare(op.results[0], f"{access} != 0" if self.type(op.results[0]) is BOOL else access)
 
     def _store(self, op: memref.StoreOp) -> None:
@@ -330,7 +442,7 @@ class KernelPrinter:
         value = self.names[op.value]
         if self.type(op.value) is BOOL:
             value = f"static_cast<uchar>({value})"
-        self.emit(f"{self.names[op.memref]}[{self._offset(t, list(op.indices))}] = {value};")
+        self.emit(f"{self.names[op.memref]}[{self._offset(op, t)}] = {value};")
 
     def _alloca(self, op: memref.AllocaOp) -> None:
         t = op.results[0].type
