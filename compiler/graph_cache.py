@@ -22,7 +22,9 @@ again from it on loading, as after a compile:
 
 The key is a sha256 of: the graph's code (and any nested graph's), every tensor
 it reads by ``get_attr`` (dtype, shape, strides, bytes), each input's metadata
-(shape, strides, dtype, device, ``requires_grad``), the :class:`CompileOptions`,
+(shape, strides, dtype, device, ``requires_grad``; a symbolic size as its
+expression, ``s0``, with each symbol's range and the guards on them, not the
+sizes of the trace: a graph of dynamic sizes has one entry), the :class:`CompileOptions`,
 the target's key (triple, CPU, features: the code's requirements), tessera's
 version and the digest of all its sources and of the libraries it builds with
 (``tessera_fingerprint``). A graph that reads any other object has no key and
@@ -86,18 +88,34 @@ def graph_key(gm: torch.fx.GraphModule, options: CompileOptions) -> str | None:
 
 def _hash_graph(gm: torch.fx.GraphModule, part) -> None:
     part(gm.code)
+    symbols: list[torch.SymInt] = []
     for node in gm.graph.nodes:
         if node.op == "placeholder":
-            part(_value_meta(node.meta.get("val", node.meta.get("example_value"))))
+            part(_value_meta(node.meta.get("val", node.meta.get("example_value")), symbols))
         elif node.op == "get_attr":
             value = _attr(gm, node.target)
             if isinstance(value, torch.fx.GraphModule):
                 _hash_graph(value, part)
             elif isinstance(value, torch.Tensor):
-                part(_value_meta(value))
+                part(_value_meta(value, symbols))
                 part(_tensor_bytes(value))
             else:
                 raise Unhashable(f"get_attr {node.target}: {type(value).__name__}")
+    if symbols:
+        part(_shape_facts(symbols))
+
+
+def _shape_facts(symbols: Sequence[torch.SymInt]) -> str:
+    """What the graph's compile may assume of its symbolic sizes: each size
+    symbol's range and the guards on them (the program is built for every size
+    they admit, never for the sizes of the trace: those are not part of the key).
+
+        s0: [2, int_oo]; s1: [2, int_oo] | Eq(Mod(s1, 2), 0)
+    """
+    env = symbols[0].node.shape_env
+    names = sorted({f for s in symbols for f in s.node.expr.free_symbols}, key=str)
+    ranges = "; ".join(f"{n}: {env.var_to_range.get(n)}" for n in names)
+    return ranges + " | " + " ".join(sorted(str(g.expr) for g in env.guards))
 
 
 def _attr(gm: torch.nn.Module, target: str) -> object:
@@ -107,13 +125,18 @@ def _attr(gm: torch.nn.Module, target: str) -> object:
     return value
 
 
-def _value_meta(v: object) -> str:
-    """An input's metadata as text: a tensor's shape, strides, dtype, device; a number's type and value."""
+def _value_meta(v: object, symbols: list[torch.SymInt]) -> str:
+    """An input's metadata as text: a tensor's shape, strides, dtype, device; a
+    number's type and value; a symbolic size as its expression (``s0``, ``2*s1``),
+    collected in ``symbols``."""
     if isinstance(v, torch.Tensor):
-        if any(isinstance(s, torch.SymInt) for s in (*v.shape, *v.stride(), v.storage_offset())):
-            raise Unhashable("symbolic sizes")
+        sizes = (*v.shape, *v.stride(), v.storage_offset())
+        symbols.extend(s for s in sizes if isinstance(s, torch.SymInt))
         return (f"tensor {tuple(v.shape)} {v.stride()} {v.storage_offset()} {v.dtype} {v.device} "
                 f"{v.requires_grad} {v.layout}")
+    if isinstance(v, torch.SymInt):
+        symbols.append(v)
+        return f"symint {v}"
     if isinstance(v, (bool, int, float, type(None))):
         return f"{type(v).__name__} {v!r}"
     raise Unhashable(f"an input of type {type(v).__name__}")

@@ -269,3 +269,44 @@ def test_a_graph_that_cannot_be_hashed_has_no_key():
         gm = torch.fx.GraphModule(root, graph)
         x.meta["val"] = torch.empty(4)
         assert graph_key(gm, CompileOptions("x86")) is None
+
+
+def test_a_graph_of_symbolic_sizes_is_cached_for_every_size(cache_dir):
+    """A graph compiled for dynamic sizes is stored once; a process that first
+    calls it at another size (other hints, the same symbols and guards) loads it,
+    and the loaded program serves every size."""
+    model, (x,) = example("vae2d_block")
+    sizes = [16, 20, 24]  # sizes under the same guards (a size equal to the 32 channels would specialize)
+    outs = {}
+    for first in (sizes[0], sizes[1]):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+        with torch.no_grad(), collect_reports() as reports:
+            for n in [first, *sizes]:
+                xs = torch.randn(1, x.shape[1], n, n, generator=torch.Generator().manual_seed(n))
+                y = compiled(xs)
+                torch.testing.assert_close(y, model(xs), rtol=1e-4, atol=1e-4 * max(1.0, y.abs().max().item()))
+                outs.setdefault(n, []).append(y)
+        assert reports and all(r.dynamic and r.compiled for r in reports), [r.summary() for r in reports]
+        assert [r.cached for r in reports] == ["" if first == sizes[0] else "local"], [r.summary() for r in reports]
+    assert all(torch.equal(a, b) for a, b, *_ in outs.values())
+
+
+def test_the_key_of_a_symbolic_graph_names_its_symbols_not_its_hints():
+    def graph_of(fn, *xs, dynamic=True):
+        captured = []
+
+        def backend(gm, example_inputs):
+            captured.append(gm)
+            return gm.forward
+
+        torch._dynamo.reset()
+        from torch._functorch.aot_autograd import aot_module_simplified
+        torch.compile(fn, backend=lambda gm, ins: aot_module_simplified(gm, ins, fw_compiler=backend),
+                      dynamic=dynamic)(*xs)
+        return graph_key(captured[0], CompileOptions("x86"))
+
+    relu_at = [graph_of(torch.relu, torch.randn(n, 8)) for n in (4, 6)]
+    assert relu_at[0] is not None and relu_at[0] == relu_at[1]
+    assert graph_of(torch.relu, torch.randn(4, 8), dynamic=False) != relu_at[0]
+    assert graph_of(lambda t: t.sum(0), torch.randn(4, 8)) != relu_at[0]
