@@ -239,16 +239,18 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
         program = _compile_dynamic(gm, options, kind, device) if options.dynamic_kernels else None
         if program is not None:
             return make_boxed_func(program)
-        return make_boxed_func(SizeSpecializedGraph(gm, lambda g: _compile_program(g, options, kind, device),
-                                                    strict=options.strict))
+        return make_boxed_func(SizeSpecializedGraph(
+            gm, lambda g: _compile_program(g, options, kind, device, size_class=True), strict=options.strict))
     return make_boxed_func(_compile_program(gm, options, kind, device))
 
 
-def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: str, device: torch.device) -> Callable:
-    """The program of a graph. It is built outside AOTAutograd's fake mode: what
-    tessera builds at compile time (constants, packed weights) is made of real
-    tensors."""
+def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: str, device: torch.device,
+                     size_class: bool = False) -> Callable:
+    """The program of a graph (``size_class``: one size class of a graph of symbolic
+    sizes). It is built outside AOTAutograd's fake mode: what tessera builds at
+    compile time (constants, packed weights) is made of real tensors."""
     program, report = _build(gm, options, kind, device)
+    report.size_class = size_class
     publish(report, echo=options.report)
     if not report.compiled and options.strict and options.codegen:
         raise FallbackError.of(report)

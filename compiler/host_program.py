@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from tessera.compiler.placements import in_layout, placement_of, placement_or_order
@@ -191,12 +191,20 @@ def _count_host_op(report: GraphReport, op: Operation) -> None:
     (an op with no ``tsr`` form, an op fusion left out), with the reason."""
     if isinstance(op, VIEW_OPS) or op.dialect_name() == "arith":  # views, sizes and their arithmetic
         report.views[op.name] += 1
+    elif isinstance(op, tsr.AtenCallOp) and _of_sizes(op):
+        report.views[op.callee.data] += 1
     elif isinstance(op, tsr.AtenCallOp):
         report.aten_ops[f"{op.callee.data} (no tsr form)"] += 1
     elif isinstance(op, LIBRARY_OPS):
         report.library[f"aten.{op.name.removeprefix('tsr.')}"] += 1
     else:
         report.aten_ops[f"{op.name} (not fused)"] += 1
+
+
+def _of_sizes(op: tsr.AtenCallOp) -> bool:
+    """An ATen call that reads sizes alone (a size made a 0-d tensor, a filled tensor
+    of dynamic sizes): it computes from no tensor's data, so it is no fallback."""
+    return bool(op.operands) and all(v.type == i64 for v in op.operands)
 
 
 def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "forward",

@@ -59,6 +59,9 @@ class GraphReport:
     """View ops left on the host (ATen makes a view: no data moves, not a fallback)."""
     dynamic: bool = False
     """Compiled once for symbolic sizes: its kernels take their sizes at run time."""
+    size_class: bool = False
+    """Compiled for one size class of a graph of symbolic sizes (``size_specialization``):
+    a part of it could not take its sizes at run time."""
     cached: str = ""
     """Where a compiled graph's program came from when it was not compiled in this
     process: ``local`` or ``remote`` (the graph cache's tiers, ``graph_cache.py``)."""
@@ -79,7 +82,7 @@ class GraphReport:
         if self.views:
             parts.append("views " + ", ".join(f"{k} x{n}" for k, n in sorted(self.views.items())))
         source = f" (from the {self.cached} graph cache)" if self.cached else ""
-        sizes = " for dynamic sizes" if self.dynamic else ""
+        sizes = " for dynamic sizes" if self.dynamic else " for one size class" if self.size_class else ""
         text = f"tessera: {self.kind} graph compiled{sizes}{source}: " + ", ".join(parts)
         if self.aten_ops:
             text += "; ATen: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.aten_ops.items()))

@@ -8,6 +8,7 @@ the importer then keeps the node as a ``tsr.aten_call``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from operator import getitem
 from typing import TYPE_CHECKING, Any
@@ -114,7 +115,7 @@ def _binary(imp, node, cls, a, b) -> SSAValue:
 
 _BINARY = {
     (aten.mul.Tensor, aten.mul.Scalar): tsr.MulOp,
-    (aten.div.Tensor, aten.div.Scalar): tsr.DivOp,
+    (aten.div.Tensor, aten.div.Scalar, aten.true_divide.Tensor): tsr.DivOp,
     (aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar): tsr.PowOp,
     (aten.maximum.default,): tsr.MaximumOp,
     (aten.minimum.default,): tsr.MinimumOp,
@@ -279,6 +280,19 @@ def _source_run(src, size) -> list[int]:
 def _sym_size(imp, node, x, dim):
     rank = len(node.args[0].meta["val"].shape)
     return imp.emit(tsr.DimOp(imp.operand(x), dim % rank), node.name).results[0]
+
+
+@converts(aten.sym_numel.default)
+def _sym_numel(imp, node, x):
+    """A tensor's element count: its static sizes' product times each dynamic one
+    (``arith.muli`` of ``tsr.dim``s)."""
+    shape = tensor_type(node.args[0].meta["val"]).get_shape()
+    total = imp.size_value(math.prod(n for n in shape if n != DYNAMIC))
+    for d, n in enumerate(shape):
+        if n == DYNAMIC:
+            size = imp.emit(tsr.DimOp(imp.operand(x), d)).results[0]
+            total = imp.emit(arith.MuliOp(total, size), node.name).results[0]
+    return total
 
 
 @converts(aten.as_strided.default)
@@ -484,6 +498,9 @@ def _conv(imp, node, x, w, b, stride, padding, dilation, transposed, output_padd
     if transposed:
         raise NotConvertible("transposed convolution")
     nsp = len(node.args[0].meta["val"].shape) - 2
+    static = [node.args[0].meta["val"].shape[1], *node.args[1].meta["val"].shape, groups, *stride, *padding, *dilation]
+    if not all(isinstance(n, int) for n in static):  # a weight given as a graph input of dynamic sizes
+        raise NotConvertible("a convolution whose channels, kernel or arguments are symbolic")
 
     def full(v):
         v = list(v)

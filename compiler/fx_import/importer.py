@@ -28,13 +28,16 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     f64,
     i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from tessera.dialects import tsr
 from tessera.dialects.tsr import AtenCallOp, ConstantOp
+from tessera.dialects.tsr.layout import LayoutAttr
 
 from .. import aten_args
 from ..errors import ImportFailure
@@ -136,6 +139,8 @@ class FxImporter:
         if target is operator.getitem:
             src, idx = node.args
             return self.values[src][idx]
+        if _is_float(node.meta.get("val")) and (target in _FLOAT_ARITH or target is torch.sym_float):
+            return self._float_arith(node)
         if target in _SIZE_ARITH or target is operator.pow:
             return self._size_arith(node)
         if target is torch.ops.higher_order.with_effects:
@@ -167,6 +172,34 @@ class FxImporter:
         a, b = (self.size_value(v) for v in node.args)
         return self.emit(_SIZE_ARITH[node.target](a, b), node.name).results[0]
 
+    def _float_arith(self, node: torch.fx.Node) -> SSAValue:
+        """Float arithmetic on the graph's sizes (``n / 8``, ``n - 1.0``, ``sym_float(n)``:
+        BatchNorm's unbiased variance in training) as ops on 0-d ``f64`` tensors,
+        which is what a Python float is to the ATen op that reads it:
+
+            %f = tsr.aten_call "aten.scalar_tensor.default"(%n) {...} : (i64) -> tensor<f64>
+            %q = tsr.div %f, %c8 : (tensor<f64>, f64) -> tensor<f64>     // n / 8"""
+        if node.target is torch.sym_float:
+            return self.float_value(node.args[0])
+        a, b = (self.float_value(v) for v in node.args)
+        op = _FLOAT_ARITH[node.target].create(operands=[a, b], result_types=[_F64_SCALAR])
+        return self.emit(op, node.name).results[0]
+
+    def float_value(self, v: torch.fx.Node | int | float) -> SSAValue:
+        """A number of the graph as a float: a Python number's ``f64`` constant; a
+        size (``i64``) as a 0-d ``f64`` tensor; a float computed from sizes as it is."""
+        if not isinstance(v, torch.fx.Node):
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise ImportFailure(f"float arithmetic on {v!r}")
+            return self.scalar(float(v))
+        value = self.operand(v)
+        if value.type != i64:
+            return value
+        result = (torch.empty((), dtype=torch.float64),)
+        (out,) = self.aten_call(v, torch.ops.aten.scalar_tensor.default, (v,), {"dtype": torch.float64}, result,
+                                fallback=False)
+        return out
+
     def size_value(self, v: torch.fx.Node | int) -> SSAValue:
         """A size of the graph as an ``i64`` value: a size node's, or a number's constant."""
         if isinstance(v, torch.fx.Node):
@@ -189,9 +222,10 @@ class FxImporter:
         return [self.operand(token), *results]
 
     def aten_call(self, node: torch.fx.Node, target: Any = None, args: tuple | None = None,
-                   kwargs: dict | None = None, results: tuple | None = None) -> Any:
+                   kwargs: dict | None = None, results: tuple | None = None, fallback: bool = True) -> Any:
         """Keep ``node`` (or ``target(*args, **kwargs)`` with ``results`` for it)
-        as a call into ATen (``tsr.aten_call``)."""
+        as a call into ATen (``tsr.aten_call``); ``fallback``: counted as an op
+        tessera could not compile (not a size made a tensor)."""
         if target is None:
             target, args, kwargs = node.target, node.args, dict(node.kwargs)
         if not isinstance(target, torch._ops.OpOverload):
@@ -219,7 +253,8 @@ class FxImporter:
         if kwargs is not None:
             props["kwargs"] = kwargs
         op = self.emit(AtenCallOp.create(operands=operands, result_types=rtypes, properties=props), node.name)
-        self.fallbacks[name] += 1
+        if fallback:
+            self.fallbacks[name] += 1
         return list(op.results) if multi else op.results[0]
 
     def _constant(self, node: torch.fx.Node) -> SSAValue:
@@ -239,6 +274,17 @@ class FxImporter:
 _SIZE_ARITH = {operator.mul: arith.MuliOp, operator.add: arith.AddiOp, operator.sub: arith.SubiOp,
                operator.floordiv: arith.FloorDivSIOp}
 """The arithmetic of symbolic sizes that AOTAutograd's graphs carry, as ``arith`` ops on ``i64``."""
+
+_FLOAT_ARITH = {operator.mul: tsr.MulOp, operator.add: tsr.AddOp, operator.sub: tsr.SubOp,
+                operator.truediv: tsr.DivOp}
+"""Float arithmetic on sizes, as ops on 0-d ``f64`` tensors (``FxImporter._float_arith``)."""
+
+_F64_SCALAR = TensorType(f64, [], LayoutAttr(()))
+
+
+def _is_float(val: Any) -> bool:
+    """A float computed from the graph's sizes (a ``SymFloat``)."""
+    return isinstance(val, (torch.SymFloat, float))
 
 
 def import_graph(gm: torch.fx.GraphModule, name: str = "forward") -> ImportResult:

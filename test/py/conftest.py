@@ -270,6 +270,10 @@ def pytest_terminal_summary(terminalreporter):
     write = terminalreporter.write_line
     write(f"op_db: {len(ran)} samples that eager runs: " + ", ".join(
         f"{k} {v} ({100 * v / len(ran):.1f}%)" for k, v in counts.most_common()))
+    dynamic = [o for *_, run_dynamic, o in outcomes if run_dynamic and o.status.startswith("compiled")]
+    if dynamic:
+        write(f"op_db with dynamic=True: {sum(o.per_size_class for o in dynamic)} of {len(dynamic)} compiled samples "
+              "compiled per size class, the others once for every size")
     reasons = collections.Counter(o.reason.split(":")[0] + ": " + o.reason.split(":", 2)[-1][:90]
                                   for o in ran if o.status == "fallback")
     for reason, n in reasons.most_common(8):

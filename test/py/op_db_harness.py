@@ -55,6 +55,8 @@ class Outcome:
     reason: str = ""
     graphs: list[str] = field(default_factory=list)
     """Each graph's report, one line each."""
+    per_size_class: bool = False
+    """A graph of symbolic sizes was compiled per size class (not once for every size)."""
 
 
 def op_id(op) -> str:
@@ -149,6 +151,7 @@ def run_sample(op, sample, dtype: torch.dtype, backward: bool = False, dynamic: 
     if mismatch and dtype in (torch.float16, torch.bfloat16) and not backward:
         mismatch = _less_accurate(got, expected, lambda: fn(*_upcast((sample.input, *args))), dtype) and mismatch
     outcome = _classify(reports)
+    outcome.per_size_class = any(r.size_class for r in reports)
     if mismatch:
         return Outcome("wrong", mismatch, outcome.graphs)
     return outcome

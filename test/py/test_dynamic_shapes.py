@@ -157,6 +157,25 @@ def test_training_step_at_two_sizes():
             _close(model[1].running_var, ref[1].running_var, f"running_var at {s}")
     _all_compiled(reports)
     assert {r.kind for r in reports} == {"forward", "backward"}
+    # BatchNorm's unbiased variance, n / (n - 1) of a symbolic n, is float arithmetic on sizes
+    assert all(r.dynamic for r in reports), [r.summary() for r in reports]
+
+
+def _float_of_sizes(x):
+    n, c = x.shape[0], x.shape[1]
+    return x * (n / 3) - c / (n - 1.0) + torch.sym_float(n * c)
+
+
+def test_float_arithmetic_of_sizes():
+    """Floats computed from symbolic sizes (``n / 3``, ``sym_float``) are 0-d float64
+    tensors the graph computes at run time: compiled once, exact at every size."""
+    compiled = torch.compile(_float_of_sizes, backend="tessera", dynamic=True, options=STRICT)
+    with collect_reports() as reports:
+        for n in (4, 7, 10):
+            x = torch.randn(n, 5)
+            _close(compiled(x), _float_of_sizes(x), f"at {n}")
+    _all_compiled(reports)
+    assert len(reports) == 1 and reports[0].dynamic and not reports[0].aten_ops, reports[0].summary()
 
 
 def test_size_arithmetic_in_the_graph():

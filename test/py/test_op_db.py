@@ -31,7 +31,7 @@ def _check(name: str, dtype: torch.dtype, count: int, backward: bool = False, dy
     for sample in samples(OPS[name], dtype, count, requires_grad=backward):
         with quiet():
             outcome = run_sample(OPS[name], sample, dtype, backward, dynamic)
-        OUTCOMES.append((name, dtype, backward, outcome))
+        OUTCOMES.append((name, dtype, backward, dynamic, outcome))
         if outcome.status in FAILING:
             failures.append(f"{outcome.status}: {outcome.reason}\n  {sample}\n  " + "\n  ".join(outcome.graphs))
     assert not failures, "\n".join(failures)
