@@ -3,10 +3,15 @@ launches, library calls, allocations), summed over repeated calls, and what
 the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
 
     .venv/bin/python bench/step_profile.py [--model resnet_block] [--reps 20] [--threads 2] [--dynamic]
+    .venv/bin/python bench/step_profile.py --model zoo:regnet_y_400mf --size 224 [--top 30]
 
-Uses each example's ``benchmark()`` size; ``--dynamic`` compiles with
-``dynamic=True`` (one program for every size: compare with the static one). Timings are host wall-clock per step
-(CPU targets: the steps are synchronous).
+Uses each example's ``benchmark()`` size, or a model of the zoo
+(``test/py/zoo_models.py``, BatchNorm calibrated) at its inputs, an image input
+resized to ``--size``; ``--dynamic`` compiles with ``dynamic=True`` (one program
+for every size: compare with the static one). Steps are timed as the
+steady state runs them (the straight-line function, ``runtime/runner.py``),
+host wall-clock (CPU targets: the steps are synchronous); ``--top`` lists the
+slowest steps only.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -33,8 +39,20 @@ def _name(step) -> str:
     return getattr(step.fn, "__name__", "call")
 
 
-def profile(name: str, reps: int, dynamic: bool = False) -> None:
-    model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
+def _model(name: str, size: int | None) -> tuple[torch.nn.Module, tuple]:
+    if not name.startswith("zoo:"):
+        return load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
+    sys.path.insert(0, str(ROOT / "test" / "py"))
+    from zoo_models import ZOO
+
+    model, args = ZOO[name.removeprefix("zoo:")].build()
+    if size is not None and args and isinstance(args[0], torch.Tensor) and args[0].dim() == 4:
+        args = (torch.randn(*args[0].shape[:2], size, size, generator=torch.Generator().manual_seed(0)), *args[1:])
+    return model, args
+
+
+def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None, top: int | None = None) -> None:
+    model, args = _model(name, size)
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
     original = Program.run
@@ -73,10 +91,12 @@ def profile(name: str, reps: int, dynamic: bool = False) -> None:
           f"outside the program {(wall - inside) * 1e3:.2f} ms")
     by_kind: dict[str, float] = collections.defaultdict(float)
     print("| step | ms | % |\n|---|---:|---:|")
-    for key, total in totals.items():
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1]) if top else list(totals.items())
+    for rank, (key, total) in enumerate(ranked):
         ms = total / reps * 1e3
         by_kind[names[key].split(" ")[0]] += ms
-        print(f"| {names[key]} | {ms:.3f} | {100 * ms / (wall * 1e3):.1f} |")
+        if top is None or rank < top:
+            print(f"| {names[key]} | {ms:.3f} | {100 * ms / (wall * 1e3):.1f} |")
     print("\n| kind | ms | % |\n|---|---:|---:|")
     for kind, ms in sorted(by_kind.items(), key=lambda kv: -kv[1]):
         print(f"| {kind} | {ms:.3f} | {100 * ms / (wall * 1e3):.1f} |")
@@ -88,9 +108,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True")
+    ap.add_argument("--size", type=int, default=None, help="height and width of a zoo model's image input")
+    ap.add_argument("--top", type=int, default=None, help="list only the slowest steps")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    profile(a.model, a.reps, a.dynamic)
+    profile(a.model, a.reps, a.dynamic, a.size, a.top)
 
 
 if __name__ == "__main__":

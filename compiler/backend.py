@@ -158,6 +158,9 @@ class GraphProgram:
             from .interpreter import Interpreter
 
             self._run, self._inputs = Interpreter(module).run, input_placements(module)
+        placed = [(i, p) for i, p in enumerate(self._inputs) if p is not None]
+        self._static = tuple((i, p.strides, p.shape, p.dtype) for i, p in placed if isinstance(p, Placement))
+        self._sized = tuple((i, p) for i, p in placed if not isinstance(p, Placement))
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
         run = self._run
@@ -178,10 +181,24 @@ class GraphProgram:
         if run is None:
             raise FallbackError("the graph runs as ATen and has no captured graph to run")
         # Dynamo guards on strides, so inputs arrive as traced and nothing is copied.
-        xs = [layouts.in_layout(x, p) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
-              for x, p in zip(inputs, self._inputs)]
+        xs = inputs if self._as_placed(inputs) else [
+            layouts.in_layout(x, p) if p is not None and isinstance(x, torch.Tensor) and not p.holds(x) else x
+            for x, p in zip(inputs, self._inputs)]
         values = iter(run(*xs))
         return [None if none else next(values) for none in self.output_is_none]
+
+
+    def _as_placed(self, inputs: Sequence[Any]) -> bool:
+        """Every input is already as its placement says (the common case, checked
+        on every call: hundreds of parameters make it worth a plain loop)."""
+        try:
+            for i, strides, shape, dtype in self._static:
+                x = inputs[i]
+                if x.stride() != strides or x.shape != shape or x.dtype != dtype:
+                    return False
+            return all(p.holds(inputs[i]) for i, p in self._sized)
+        except (AttributeError, IndexError):  # not a tensor, too few: the full check says what to do
+            return False
 
 
 def graph_device(example_inputs) -> torch.device:

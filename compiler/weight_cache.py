@@ -86,9 +86,12 @@ class PerVersion:
         last = self._last
         if len(last) != len(tensors):
             return False
-        for t, (was, seen, ptr) in zip(tensors, last):
-            if t is not was or t.data_ptr() != ptr or version(t) != seen:
-                return False
+        try:
+            for t, (was, seen, ptr) in zip(tensors, last):  # on every call, for each parameter: kept lean
+                if t is not was or t._version != seen or t.data_ptr() != ptr:
+                    return False
+        except RuntimeError:  # an inference tensor has no version counter: the full key decides
+            return False
         return True
 
 

@@ -38,6 +38,11 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
    is its input's memory read another way (a view: ``permute`` of a weight
    feeding ``tsr.addmm``) is left on the host as that op, not made a copy kernel.
 
+At dynamic sizes a reshape fuses when its dynamic dims are one input dim each
+(``dim_sources.reshape_anchors``); the ``tsr.dim`` sizes it reads are
+recomputed inside its group, and every ``tsr.dim`` first reads the earliest
+tensor of its size (``dim_origin``), so that no size keeps a value on the host.
+
 Hence a pointwise group has one output and one iteration space (its
 output's shape), and a reduction group's outputs are reductions of one
 shape over the same dims. Groups never form a cycle: when an op joins a
@@ -63,7 +68,7 @@ from xdsl.passes import ModulePass
 
 from tessera.dialects import tsr
 from tessera.dialects.diagnostics import TesseraError
-from tessera.dialects.tsr.dim_sources import sized_at_run_time
+from tessera.dialects.tsr.dim_sources import dim_origin, reshape_anchors, sized_at_run_time
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
@@ -95,8 +100,9 @@ def op_kind(op: Operation) -> str | None:
     if isinstance(op, ELEMENTWISE_OPS):
         scalars_ok = all(isinstance(v.type, TensorType) or _is_scalar_constant(v) for v in op.operands)
         return "compute" if scalars_ok else None
-    if isinstance(op, (tsr.ReshapeOp, tsr.ExpandOp)) and op.sizes:
-        return None  # sized at run time by values of the host: a view there
+    if isinstance(op, tsr.ExpandOp) and op.sizes:
+        return None  # sized at run time by values of the host: a view there (a reshape: when its
+        # dynamic dims are not one input dim each, sized_at_run_time said so)
     if isinstance(op, _MOVEMENT_OPS):
         return "movement"
     if isinstance(op, tsr.PadOp):
@@ -246,6 +252,7 @@ def _emit(block: Block, part: _Partition) -> None:
     g_inputs: dict[_Group, list[SSAValue]] = {}
     g_outputs: dict[_Group, list[SSAValue]] = {}
     producer: dict[SSAValue, object] = {}  # value -> node (host op or group) on the host
+    anchors: dict[Operation, list[tuple[int, int]]] = {}  # a reshape of dynamic sizes in a group -> its anchors
     for op in host:
         for r in op.results:
             producer[r] = op
@@ -253,7 +260,9 @@ def _emit(block: Block, part: _Partition) -> None:
         inside = set(gops)
         seen: dict[SSAValue, None] = {}
         for op in gops:
-            for v in op.operands:
+            if isinstance(op, tsr.ReshapeOp) and op.sizes:  # its sizes: read inside from its input
+                anchors[op] = reshape_anchors(op) or []
+            for v in (op.operands if op not in anchors else [op.input]):
                 if not (isinstance(v.owner, Operation) and v.owner in inside):
                     seen.setdefault(v, None)
         g_inputs[g] = list(seen)
@@ -313,7 +322,14 @@ def _emit(block: Block, part: _Partition) -> None:
         for a, v in zip(body.args, inputs):
             a.name_hint = v.name_hint
         for op in g_ops[n]:
-            clone = op.clone(value_mapper=vm)
+            if op in anchors:  # a reshape's sizes: its input's anchored dims, read inside the group
+                dims = [tsr.DimOp(vm[op.input], k) for k, _ in anchors[op]]
+                body.add_ops(dims)
+                clone = tsr.ReshapeOp.create(operands=[vm[op.input], *(d.result for d in dims)],
+                                             result_types=[op.result.type])
+                clone.location = op.location
+            else:
+                clone = op.clone(value_mapper=vm)
             body.add_op(clone)
             for old, new in zip(op.results, clone.results):
                 vm[old] = new
@@ -329,11 +345,33 @@ def _emit(block: Block, part: _Partition) -> None:
             op.erase(safe_erase=False)
 
 
+def _sizes_from_origins(block: Block) -> None:
+    """Each ``tsr.dim`` reads the earliest tensor of that size (``dim_origin``), so
+    that reading a size does not make the host hold a value fusion would keep
+    inside a kernel (a size read from a reshape's result, for the next reshape):
+
+        %z = tsr.exp %x ...;  %n = tsr.dim %z {dim = 0 : i64}   // becomes  %n = tsr.dim %x {dim = 0 : i64}
+    """
+    for op in list(block.ops):
+        if isinstance(op, tsr.DimOp):
+            v, d = dim_origin(op.input, op.dim.value.data)
+            if v is not op.input:
+                origin = tsr.DimOp(v, d)
+                block.insert_op_before(origin, op)
+                origin.result.name_hint = op.result.name_hint
+                op.result.replace_all_uses_with(origin.result)
+                block.erase_op(op)
+
+
 def fuse_function(fn: func.FuncOp) -> None:
     block = fn.body.block
+    _sizes_from_origins(block)
     part = partition(block)
     if part.groups:
         _emit(block, part)
+        for op in reversed(list(block.ops)):  # sizes that only reshapes now inside groups read
+            if isinstance(op, tsr.DimOp) and not op.result.uses:
+                block.erase_op(op)
 
 
 @dataclass(frozen=True)

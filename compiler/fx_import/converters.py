@@ -244,8 +244,12 @@ def reshape_to(imp, node, x: SSAValue, t: TensorType, src, out, sizes: list | No
         %r = tsr.reshape %x, %n : (tensor<?x16x1x1xf32>, i64) -> tensor<?x16xf32>
     """
     operands = []
+    same = _same_size_dims(src, out)
     for d, n in enumerate(t.get_shape()):
         if n != DYNAMIC:
+            continue
+        if d in same:  # the size of one input dim: a kernel can index through it (dim_sources.reshape_anchors)
+            operands.append(imp.emit(tsr.DimOp(x, same[d])).results[0])
             continue
         if sizes is not None:
             v = sizes[d]
@@ -257,6 +261,23 @@ def reshape_to(imp, node, x: SSAValue, t: TensorType, src, out, sizes: list | No
             size = dim if size is None else imp.emit(arith.MuliOp(size, dim)).results[0]
         operands.append(size)
     return emit1(imp, node, tsr.ReshapeOp.create(operands=[x, *operands], result_types=[t]))
+
+
+def _same_size_dims(src, out) -> dict[int, int]:
+    """Each symbolic dim of ``out``, in order, to the first symbolic dim of ``src``
+    after the last one taken that is proven the same size (no guard added):
+    ``{1: 3, 2: 4}`` for ``(1, 1, 32, s0, s0) -> (32, s0, s0)``."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    found: dict[int, int] = {}
+    start = 0
+    for d, n in enumerate(out):
+        if isinstance(n, int):
+            continue
+        k = next((k for k in range(start, len(src)) if not isinstance(src[k], int) and known(src[k] == n)), None)
+        if k is not None:
+            found[d], start = k, k + 1
+    return found
 
 
 def _source_run(src, size) -> list[int]:

@@ -86,6 +86,23 @@ def reshape(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int
     return tuple(out)
 
 
+def anchored_reshape(kb: KernelBuilder, idx: Index, src: Sequence[int], dst: Sequence[int],
+                     anchors: Sequence[tuple[int, int]]) -> Index:
+    """A reshape whose dynamic dims are one input dim each (``anchors``: ``(input
+    dim, result dim)``, ``dim_sources.reshape_anchors``): an anchor's index passes
+    through, the static runs between anchors reshape as :func:`reshape` does.
+
+        (1, 1, 32, ?, ?) -> (1, 32, ?, ?), anchors ((3, 2), (4, 3)):  (n, c, y, x) -> (0, 0, c, y, x)
+    """
+    out: list[SSAValue] = [kb.index(0)] * len(src)
+    bounds = [(-1, -1), *anchors, (len(src), len(dst))]
+    for (a, c), (b, e) in zip(bounds, bounds[1:]):
+        out[a + 1:b] = reshape(kb, idx[c + 1:e], src[a + 1:b], dst[c + 1:e])
+        if b < len(src):
+            out[b] = idx[e]
+    return tuple(out)
+
+
 def pad(kb: KernelBuilder, idx: Index, low: Sequence[int], high: Sequence[int],
         src: Sequence[int | SSAValue]) -> tuple[Index, SSAValue | None]:
     """The clamped source index and the in-bounds condition (None: always in

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, TensorType
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from tessera.dialects import tsr
+from tessera.dialects.tsr.dim_sources import reshape_anchors
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, ints, is_static, shape_of
 
@@ -90,9 +91,13 @@ class ValueEmitter:
         if isinstance(op, tsr.PermuteOp):
             return self.at(op.input, im.permute(idx, ints(op.dims)))
         if isinstance(op, tsr.ReshapeOp):
-            if not is_static(shape_of(op.input.type)) or not is_static(out_shape):
-                raise LoweringError("a reshape with dynamic dims is not lowered to a kernel")
-            return self.at(op.input, im.reshape(kb, idx, shape_of(op.input.type), out_shape))
+            src = shape_of(op.input.type)
+            if is_static(src) and is_static(out_shape):
+                return self.at(op.input, im.reshape(kb, idx, src, out_shape))
+            anchors = reshape_anchors(op)
+            if anchors is None:
+                raise LoweringError("a reshape whose dynamic dims are not one input dim each is not lowered to a kernel")
+            return self.at(op.input, im.anchored_reshape(kb, idx, src, out_shape, anchors))
         if isinstance(op, tsr.SliceOp):
             dim = op.dim.value.data % len(out_shape)
             start: int | SSAValue = op.start.value.data

@@ -18,16 +18,17 @@ A slice of a dynamic dim keeps Python's bounds (``tsr.slice``): a negative
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from .ops_core import ConvertOp, RelayoutOp
 from .ops_elementwise import ELEMENTWISE_OPS
 from .ops_nn import REDUCTION_OPS, UpsampleOp
 from .ops_polyphase import PolyphaseInterleaveOp
-from .ops_shape import ConcatOp, ExpandOp, PadOp, PermuteOp, SliceOp
+from .ops_shape import ConcatOp, DimOp, ExpandOp, PadOp, PermuteOp, ReshapeOp, SliceOp
 from .shapes import DYNAMIC, ints, shape_of
 
 SLICE_TO_END = 2**62
@@ -84,6 +85,9 @@ def dim_source(op: Operation, d: int) -> DimSource | int | None:
             return DimSource(0, d) if d == 0 else None
         scale, shifts = ints(op.scales)[d - 2], op.dim_shifts()[d - 2]
         return DimSource(0, d, scale, -scale * max(shifts))  # each phase holds its input's n - shift rows
+    if isinstance(op, ReshapeOp):
+        anchors = reshape_anchors(op)
+        return None if anchors is None else next(DimSource(0, k) for k, r in anchors if r == d)
     if isinstance(op, REDUCTION_OPS):
         kept = [k for k in range(len(shape_of(op.input.type)))
                 if op.keepdim.value.data or k not in op.reduced_dims()]
@@ -98,6 +102,59 @@ def _slice_source(op: SliceOp, d: int) -> DimSource | None:
     if step != 1 or start < 0 or 0 <= end < SLICE_TO_END:
         return None
     return DimSource(0, d, 1, -start if end >= SLICE_TO_END else end - start)
+
+
+def reshape_anchors(op: ReshapeOp) -> list[tuple[int, int]] | None:
+    """A reshape whose dynamic dims are one input dim each: its ``(input dim,
+    result dim)`` pairs in order, when each dynamic result dim's size is a
+    ``tsr.dim`` of the input's (through relayouts and converts), every dynamic
+    input dim is one of them, and the static dims between them reshape among
+    themselves (equal products); else None. A kernel indexes through such a
+    reshape (``lowering/index_maps.anchored_reshape``):
+
+        %h = tsr.dim %x {dim = 3 : i64} : (tensor<1x1x32x?x?xf32>) -> i64    // and %w: dim 4
+        %r = tsr.reshape %x, %h, %w : (tensor<1x1x32x?x?xf32>, i64, i64) -> tensor<1x32x?x?xf32>
+        reshape_anchors(%r.owner) == [(3, 2), (4, 3)]
+    """
+    src, dst = shape_of(op.input.type), shape_of(op.result.type)
+    dynamic = [k for k, n in enumerate(src) if n == DYNAMIC]
+    origins = {dim_origin(op.input, k): k for k in dynamic}
+    if len(origins) != len(dynamic):
+        return None
+    anchors: list[tuple[int, int]] = []
+    sizes = iter(op.sizes)
+    for d, n in enumerate(dst):
+        if n != DYNAMIC:
+            continue
+        owner = next(sizes).owner
+        k = origins.get(dim_origin(owner.input, owner.dim.value.data)) if isinstance(owner, DimOp) else None
+        if k is None:
+            return None
+        anchors.append((k, d))
+    if [k for k, _ in anchors] != dynamic:
+        return None  # out of order, repeated, or a dynamic input dim within a static run
+    bounds = [(-1, -1), *anchors, (len(src), len(dst))]
+    if any(math.prod(src[a + 1:b]) != math.prod(dst[c + 1:e]) for (a, c), (b, e) in zip(bounds, bounds[1:])):
+        return None
+    return anchors
+
+
+def dim_origin(v: SSAValue, d: int) -> tuple[SSAValue, int]:
+    """The earliest value and dim that ``v``'s dim ``d`` is the size of, through
+    ops whose result dim is one operand's dim as it is (pointwise ops, relayouts,
+    permutes, a reshape's anchors): two dims of one origin have one size.
+
+        %y = tsr.relayout %x ...; %z = tsr.exp %y ...     // dim_origin(%z, 2) == (%x, 2)
+    """
+    while isinstance(v.owner, Operation) and v.owner.results and v.owner.results[0] is v:
+        shape = shape_of(v.type) if isinstance(v.type, TensorType) else []
+        if d >= len(shape) or shape[d] != DYNAMIC:
+            break
+        src = dim_source(v.owner, d)
+        if not isinstance(src, DimSource) or src.mul != 1 or src.add != 0:
+            break
+        v, d = v.owner.operands[src.operand], src.dim
+    return v, d
 
 
 def sized_at_run_time(op: Operation) -> bool:

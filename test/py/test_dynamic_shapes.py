@@ -479,3 +479,21 @@ def test_a_group_norm_block_compiles_once_for_dynamic_sizes(sizes):
             _close(a, ea, f"mean at {shape}")
             _close(s, es, f"sum at {shape}")
     assert reports and all(r.dynamic for r in reports), [r.summary() for r in reports]
+
+
+def _squeeze_frames(x):
+    y = torch.sigmoid(x)
+    return y.view(y.shape[0], y.shape[1], y.shape[3], y.shape[4]).relu() * 2  # (n, c, 1, h, w) -> (n, c, h, w)
+
+
+def test_a_reshape_whose_dynamic_dims_are_its_inputs_fuses():
+    """A view whose dynamic dims are one input dim each (a frame squeeze) is
+    indexed through inside a kernel, not a host copy between two kernels."""
+    compiled = torch.compile(_squeeze_frames, backend="tessera", dynamic=True, options=STRICT)
+    with collect_reports() as reports:
+        for shape in ((2, 8, 1, 6, 10), (3, 8, 1, 9, 7), (2, 8, 1, 12, 12)):
+            x = torch.randn(shape)
+            _close(compiled(x), _squeeze_frames(x), f"at {shape}")
+    _all_compiled(reports)
+    assert reports[-1].dynamic and reports[-1].kernels == 1 and "tsr.reshape" not in reports[-1].views, \
+        reports[-1].summary()

@@ -1,0 +1,47 @@
+// A reshape of dynamic sizes whose dynamic dims are one input dim each
+// (dim_sources.reshape_anchors) fuses: it reads its sizes inside the group from
+// its own input, and the host's tsr.dim that fed it, read from the earliest
+// tensor of that size (dim_origin), is dropped once nothing reads it. The
+// kernel lowering indexes through it (index_maps.anchored_reshape).
+// RUN: compilerctl opt %s -p fuse-kernels | filecheck %s
+// RUN: compilerctl opt %s -p fuse-kernels,fuse-kernels | filecheck %s
+// RUN: compilerctl dump %s --stage kernel --target x86 | filecheck %s --check-prefix=KERNEL
+
+// CHECK-LABEL: func.func @squeeze_frames(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>
+// CHECK-NOT: tsr.dim
+// CHECK: %[[Y:[^ ]+]] = tsr.fused (%[[X]]) : (tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>) -> tensor<1x8x?x?xf32, #tsr.layout<nhwc>> {
+// CHECK-NEXT: ^bb0(%[[A:[^:]+]]: tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>):
+// CHECK-NEXT: tsr.exp %[[A]]
+// CHECK-NEXT: %[[H:[^ ]+]] = tsr.dim %{{[^ ]+}} {dim = 3 : i64}
+// CHECK-NEXT: %[[W:[^ ]+]] = tsr.dim %{{[^ ]+}} {dim = 4 : i64}
+// CHECK-NEXT: %[[R:[^ ]+]] = tsr.reshape %{{[^,]+}}, %[[H]], %[[W]] : (tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>, i64, i64) -> tensor<1x8x?x?xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: %[[L:[^ ]+]] = tsr.relayout %[[R]]
+// CHECK-NEXT: tsr.yield %[[L]]
+// CHECK-NEXT: }
+// CHECK-NEXT: func.return %[[Y]]
+// KERNEL: func.func @fused_0(%in0: memref<1x1x8x?x?xf32
+// KERNEL: memref.load %in0[%{{[0-9]+}}, %{{[0-9]+}}, %[[C:[0-9]+]], %[[H:[0-9]+]], %[[W:[0-9]+]]]
+// KERNEL: memref.store %{{[0-9]+}}, %out0[%{{[0-9]+}}, %[[C]], %[[H]], %[[W]]]
+func.func @squeeze_frames(%x: tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>) -> tensor<1x8x?x?xf32, #tsr.layout<nhwc>> {
+  %e = tsr.exp %x : (tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>) -> tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>
+  %h = tsr.dim %e {dim = 3 : i64} : (tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>) -> i64
+  %w = tsr.dim %e {dim = 4 : i64} : (tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>) -> i64
+  %r = tsr.reshape %e, %h, %w : (tensor<1x1x8x?x?xf32, #tsr.layout<ncdhw>>, i64, i64) -> tensor<1x8x?x?xf32, #tsr.layout<nchw>>
+  %y = tsr.relayout %r : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>) -> tensor<1x8x?x?xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x8x?x?xf32, #tsr.layout<nhwc>>
+}
+
+// A reshape into a product of dynamic dims (h * w) has no anchors: it stays on the host.
+// CHECK-LABEL: func.func @flatten_pixels(
+// CHECK: tsr.fused
+// CHECK: tsr.reshape %{{[^,]+}}, %{{[^ ]+}} : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>, i64) -> tensor<1x8x?xf32, #tsr.layout<ncl>>
+// CHECK-NEXT: func.return
+func.func @flatten_pixels(%x: tensor<1x8x?x?xf32, #tsr.layout<nchw>>) -> tensor<1x8x?xf32, #tsr.layout<ncl>> {
+  %e = tsr.exp %x : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>) -> tensor<1x8x?x?xf32, #tsr.layout<nchw>>
+  %h = tsr.dim %x {dim = 2 : i64} : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>) -> i64
+  %w = tsr.dim %x {dim = 3 : i64} : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>) -> i64
+  %n = arith.muli %h, %w : i64
+  %r = tsr.reshape %e, %n : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>, i64) -> tensor<1x8x?xf32, #tsr.layout<ncl>>
+  func.return %r : tensor<1x8x?xf32, #tsr.layout<ncl>>
+}
