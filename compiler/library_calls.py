@@ -85,6 +85,7 @@ class OneDnnConv:
         self.freezing = freezing
         self.weight: Callable[[torch.Tensor], torch.Tensor] | None = (
             None if freezing and not is_static(self.input_size) else self._packer(self.input_size))
+        self._bound_at: dict[tuple, bool] = {}  # input and weight sizes -> weight-bound there
         self.__name__ = "onednn_conv"
 
     def _packer(self, input_size: list[int]) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -119,9 +120,16 @@ class OneDnnConv:
             x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
 
     def _weight_bound_at(self, x: torch.Tensor, w: torch.Tensor) -> bool:
-        """``target_models.weight_bound`` at ``x``'s sizes."""
-        spatial = map(conv_output_size, x.shape[2:], self.kernel, self.stride, self.padding, self.dilation)
-        return outweighs(w.numel(), w.shape[0] * x.shape[0] * math.prod(max(0, n) for n in spatial))
+        """``target_models.weight_bound`` at ``x``'s sizes (decided once per size)."""
+        key = (x.shape, w.shape)
+        bound = self._bound_at.get(key)
+        if bound is None:
+            spatial = map(conv_output_size, x.shape[2:], self.kernel, self.stride, self.padding, self.dilation)
+            bound = outweighs(w.numel(), w.shape[0] * x.shape[0] * math.prod(max(0, n) for n in spatial))
+            if len(self._bound_at) >= 64:
+                self._bound_at.clear()
+            self._bound_at[key] = bound
+        return bound
 
     def _on_plain_weight(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None,
                          r: torch.Tensor | None) -> torch.Tensor:
