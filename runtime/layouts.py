@@ -12,7 +12,7 @@ The runtime knows no IR: the compiler turns a ``tsr`` type such as
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -45,6 +45,8 @@ class OrderPlacement:
     dtype: torch.dtype
     shape: tuple[int, ...]
     order: tuple[int, ...]
+    _dense: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Shapes seen that have the known sizes -> their dense strides (checked on every call)."""
 
     def sized(self, shape: Sequence[int]) -> Placement:
         """The placement for a tensor of ``shape`` (given as broadcast to this rank)."""
@@ -54,12 +56,17 @@ class OrderPlacement:
 
     def holds(self, t: torch.Tensor) -> bool:
         shape = t.shape
-        if t.dtype != self.dtype or len(shape) != len(self.shape):
+        strides = self._dense.get(shape)
+        if strides is None:
+            if len(shape) != len(self.shape) or any(n >= 0 and n != m for n, m in zip(self.shape, shape)):
+                return False
+            if len(self._dense) >= 64:
+                self._dense.clear()
+            strides = self._dense[shape] = dense_strides(shape, self.order)
+        if t.dtype != self.dtype:
             return False
-        if any(n >= 0 and n != m for n, m in zip(self.shape, shape)):
-            return False
-        strides = dense_strides(shape, self.order)  # checked on every call: no Placement made
-        return t.stride() == strides or same_strides(shape, t.stride(), strides)
+        st = t.stride()
+        return st == strides or same_strides(shape, st, strides)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,7 @@ class _Writer:
             "dense": dense_strides, "clock": time.perf_counter,
         }
         self.lines: list[str] = []
+        self.sizes: dict[tuple[int, str], str] = {}  # (buffer, "shape" | "stride") -> the local holding it
 
     def name(self, prefix: str, value: Any) -> str:
         """A name in the function's globals for ``value``."""
@@ -87,6 +88,15 @@ class _Writer:
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("    " * depth + line)
+
+    def sizes_of(self, b: int, kind: str) -> str:
+        """A local holding buffer ``b``'s ``shape`` or ``stride()``, read once: a
+        tensor's sizes never change, and reading them from torch costs ~0.1 us each."""
+        local = self.sizes.get((b, kind))
+        if local is None:
+            local = self.sizes[(b, kind)] = f"{'sh' if kind == 'shape' else 'st'}{b}"
+            self.emit(f"{local} = {_b(b)}.{'shape' if kind == 'shape' else 'stride()'}")
+        return local
 
     def function(self) -> Runner:
         from tessera.runtime.program import _PROBE, Alloc, Call, Launch, SizedAlloc
@@ -144,7 +154,7 @@ class _Writer:
             self.emit(f"s, st, dt = {self.name('L', layout)}({', '.join(_b(a) for a in step.args)})")
             fits, new = " or (t.shape, t.stride(), t.dtype) != (s, st, dt)", "new(s, st, dtype=dt, device=device)"
         else:
-            sizes = [str(add) if i < 0 else _affine(f"{_b(step.args[i])}.shape[{d}]", mul, add)
+            sizes = [str(add) if i < 0 else _affine(f"{self.sizes_of(step.args[i], 'shape')}[{d}]", mul, add)
                      for i, d, mul, add in layout.dims]
             self.emit(f"s = ({', '.join(sizes)},)")
             # the kept tensor came from this layout: its dtype and dim order; equal sizes, equal strides
@@ -153,6 +163,9 @@ class _Writer:
             self.emit(f"{_b(step.buffer)} = {new}")
         else:
             self._kept_or_new(step.buffer, fits, new)
+        if isinstance(layout, SizedLayout):  # the buffer's shape is s (made of it, or checked equal)
+            self.sizes[(step.buffer, "shape")] = f"sh{step.buffer}"
+            self.emit(f"sh{step.buffer} = s")
 
     def launch(self, step: Launch) -> None:
         k = step.kernel
@@ -173,14 +186,15 @@ class _Writer:
                 self.emit(f"{launcher}([{', '.join(pointers)}], {chunks}, {total})")
             return
         sig = k.signature
-        extents = [str(g) if isinstance(g, int) else _extent(args[g[0]], g) for g in sig.grid]
-        self.emit(f"n = {' * '.join(extents) or '1'}")
-        self.emit("if n:")
+        extents = [str(g) if isinstance(g, int) else _extent(self.sizes_of(step.args[g[0]], "shape"), g)
+                   for g in sig.grid]
         slots = sig.dim_slots
+        values = [f"{self.sizes_of(step.args[i], 'shape' if size else 'stride')}[{d}]" for i, size, d in slots]
         dims = (ctypes.c_int64 * max(1, len(slots)))()
         array = self.name("A", dims)  # filled on each launch: one run at a time uses it
+        self.emit(f"n = {' * '.join(extents) or '1'}")
+        self.emit("if n:")
         if slots:
-            values = [f"{args[i]}.shape[{d}]" if size else f"{args[i]}.stride({d})" for i, size, d in slots]
             self.emit(f"{array}[:] = ({', '.join(values)},)", 2)
         pointers.append(str(ctypes.addressof(dims)))
         if k.threads <= 1:
@@ -212,7 +226,8 @@ def _affine(size: str, mul: int, add: int) -> str:
     return term if add == 0 else f"{term} + {add}" if add > 0 else f"{term} - {-add}"
 
 
-def _extent(arg: str, g: Sequence[int]) -> str:
-    """A dynamic grid extent ``(arg, dim)`` or ``(arg, dim, tile)`` as source (``signature.grid_extent``)."""
-    size = f"{arg}.shape[{g[1]}]"
+def _extent(shape: str, g: Sequence[int]) -> str:
+    """A dynamic grid extent ``(arg, dim)`` or ``(arg, dim, tile)`` as source
+    (``signature.grid_extent``), ``shape`` the local holding the argument's shape."""
+    size = f"{shape}[{g[1]}]"
     return f"(-(-{size} // {g[2]}))" if len(g) == 3 else size

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from xdsl.ir import Operation, SSAValue
 
+from .dim_sources import sized_at_run_time
 from .ops_core import AtenCallOp, ConstantOp, ConvertOp, RelayoutOp
 from .ops_elementwise import ELEMENTWISE_OPS
 from .ops_fused import LaunchOp
@@ -43,8 +44,13 @@ LIBRARY_OPS: tuple[type[Operation], ...] = (ConvOp, MatmulOp, BmmOp, AddmmOp, In
 
 
 def is_kernel_op(op: Operation) -> bool:
-    """True when tessera computes ``op`` in a kernel of its own (any layouts)."""
-    return isinstance(op, KERNEL_OPS)
+    """True when tessera computes ``op`` in a kernel of its own (any layouts): not
+    an op whose dynamic result dims a kernel cannot size, which stays on the host
+    (``dim_sources.sized_at_run_time``; a reshape into a product of sizes):
+
+        %v = tsr.reshape %x, %m1 : (tensor<1x96x?x?xf32, ...>, i64) -> tensor<1x1x96x?xf32, ...>   // h * w: host
+    """
+    return isinstance(op, KERNEL_OPS) and sized_at_run_time(op)
 
 
 # Operands that their library op reorders into its own blocked format once per

@@ -25,6 +25,19 @@ from tessera.compiler.targets.x86.conv.api import load_conv
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.runtime.kernel import Kernel
 
+
+@dataclasses.dataclass
+class _Sized:
+    """One size's kernel: its spec, the loaded kernel, the output's shape and
+    strides, and the operands' placements it was last checked with."""
+
+    spec: ConvSpec
+    kernel: Kernel
+    shape: tuple
+    strides: tuple
+    checked: tuple | None = None
+
+
 SIZES_KEPT = 32
 """Sizes whose kernels one conv keeps at hand (others are loaded again, from the process's kernels)."""
 
@@ -36,22 +49,33 @@ class SizedConv:
 
     def __init__(self, spec: ConvSpec):
         self.spec = spec
-        self._kernels: dict[tuple[int, ...], tuple[ConvSpec, Kernel, tuple, tuple]] = {}
+        self._kernels: dict[tuple[int, ...], _Sized] = {}
 
     def kernel(self, shape: tuple[int, ...]) -> tuple[ConvSpec, Kernel, tuple, tuple]:
         """The spec and loaded kernel for an input of ``shape``, and its output's shape and strides."""
+        found = self._sized(shape)
+        return found.spec, found.kernel, found.shape, found.strides
+
+    def _sized(self, shape: tuple[int, ...]) -> _Sized:
         found = self._kernels.get(shape)
         if found is None:
             if len(self._kernels) >= SIZES_KEPT:
                 self._kernels.pop(next(iter(self._kernels)))
             spec = dataclasses.replace(self.spec, batch=shape[0], input_size=shape[2:])
-            found = self._kernels[shape] = (spec, load_conv(spec), spec.output_shape(), spec.output_strides())
+            found = self._kernels[shape] = _Sized(spec, load_conv(spec), spec.output_shape(), spec.output_strides())
         return found
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
-        _, kernel, shape, strides = self.kernel(tuple(x.shape))
-        out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
-        kernel(x, w, *operands, out)
+        found = self._sized(tuple(x.shape))
+        out = torch.empty_strided(found.shape, found.strides, dtype=x.dtype, device=x.device)
+        tensors = (x, w, *operands)
+        # the kernel checks its operands once per placement; the output is new, so aliases nothing
+        seen = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
+        if seen == found.checked:
+            found.kernel.launch_trusted([*tensors, out])
+        else:
+            found.kernel.launch(*tensors, out)
+            found.checked = seen
         return out
 
     def __reduce__(self) -> tuple:

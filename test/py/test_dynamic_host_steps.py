@@ -1,0 +1,82 @@
+"""Host steps of programs at dynamic sizes: a reshape into a product of sizes
+stays on the host without a layout fix-up, and tessera's conv at a dynamic size
+checks its operands once per placement."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tessera.compiler.host_steps import PlacedCall
+from tessera.compiler.targets.x86.conv.sized import SizedConv
+from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.program import Call, Program
+
+
+class _Attention(torch.nn.Module):
+    """WAN's attention block in small: a 1x1 conv, then ``reshape(b, 1, 3c, h*w)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Conv2d(16, 48, 3, padding=1)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        qkv = self.qkv(x).reshape(b, 1, 3 * c, -1).permute(0, 1, 3, 2).contiguous()
+        q, k, v = qkv.chunk(3, dim=-1)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1).permute(0, 2, 1).reshape(b, c, h, w)
+
+
+def _programs(compiled, x):
+    seen = []
+    original = Program.run
+
+    def run(self, *tensors, **kw):
+        seen.append(self)
+        return original(self, *tensors, **kw)
+
+    Program.run = run
+    try:
+        compiled(x)
+    finally:
+        Program.run = original
+    return seen
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+def test_a_reshape_into_a_product_of_sizes_needs_no_fixup(freezing):
+    torch.manual_seed(0)
+    model = _Attention().eval()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", dynamic=True, options={"freezing": freezing})
+        for size in (8, 12, 10, 12):
+            x = torch.randn(1, 16, size, size)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        programs = _programs(compiled, torch.randn(1, 16, 12, 12))
+    calls = [s.fn for p in programs for s in p.steps if isinstance(s, Call) and isinstance(s.fn, PlacedCall)]
+    assert any(c.__name__ == "tsr.reshape" for c in calls)  # h * w: sized on the host
+    assert [f for c in calls for f in c.fixups] == []
+
+
+def test_tessera_conv_checks_operands_when_their_placement_changes():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.SiLU()).eval()
+    x = torch.randn(1, 32, 12, 12)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", dynamic=True, options={"freezing": True})
+        compiled(torch.randn(1, 32, 10, 10))
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        programs = _programs(compiled, x)
+    convs = [s for p in programs for s in p.steps if isinstance(s, Call) and isinstance(s.fn, SizedConv)]
+    if not convs:
+        pytest.skip("this host's conv is the library's, not tessera's")
+    conv = convs[0].fn
+    sized = conv._kernels[tuple(x.shape)]
+    assert sized.checked is not None  # checked once, then trusted while placements repeat
+    operands = [torch.randn(s, dtype=d).as_strided(s, st) for d, s, st, _ in sized.checked]
+    conv(*operands)  # as checked: trusted
+    x0 = operands[0]
+    wrong = x0.contiguous() if not x0.is_contiguous() else x0.contiguous(memory_format=torch.channels_last)
+    with pytest.raises(SignatureMismatch):
+        conv(wrong, *operands[1:])
