@@ -28,6 +28,13 @@ whose launch API binds tensors, not addresses (``mps``), is given the checked te
 (``Kernel(..., takes_tensors=True)``)."""
 
 
+def placements_of(tensors: Sequence[object]) -> tuple:
+    """What a launch's check depends on, per tensor: ``(dtype, shape, strides, device)``
+    (anything else as it is). Equal tuples mean a check passed for one passes for the
+    other, up to aliasing: the key of "checked once" in programs and sized kernels."""
+    return tuple((t.dtype, t.shape, t.stride(), t.device) if isinstance(t, torch.Tensor) else t for t in tensors)
+
+
 class Kernel:
     def __init__(self, signature: KernelSignature, device: torch.device, launcher: Launcher, options: RuntimeOptions,
                  *, takes_tensors: bool = False):

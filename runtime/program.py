@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from tessera.runtime.errors import ProgramError
-from tessera.runtime.kernel import Kernel
+from tessera.runtime.kernel import Kernel, placements_of
 from tessera.runtime.layouts import Placement
 
 
@@ -170,8 +170,7 @@ class Program:
         straight-line function (``runtime/runner.py``)."""
         if len(tensors) != len(self.inputs):
             raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
-        seen = tuple((t.dtype, t.shape, t.stride(), t.device) if isinstance(t, torch.Tensor) else t
-                     for t in (tensors[i] for i in self._launched))
+        seen = placements_of([tensors[i] for i in self._launched])
         trusted = seen == self._checked[0]
         keep = self.reuse_buffers and self._running.acquire(blocking=False)  # one run at a time keeps buffers
         try:

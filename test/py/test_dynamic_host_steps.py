@@ -10,6 +10,7 @@ import torch
 from tessera.compiler.host_steps import PlacedCall
 from tessera.compiler.targets.x86.conv.sized import SizedConv
 from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.kernel import Kernel
 from tessera.runtime.program import Call, Program
 
 
@@ -75,8 +76,16 @@ def test_tessera_conv_checks_operands_when_their_placement_changes():
     sized = conv._kernels[tuple(x.shape)]
     assert sized.checked is not None  # checked once, then trusted while placements repeat
     operands = [torch.randn(s, dtype=d).as_strided(s, st) for d, s, st, _ in sized.checked]
-    conv(*operands)  # as checked: trusted
-    x0 = operands[0]
-    wrong = x0.contiguous() if not x0.is_contiguous() else x0.contiguous(memory_format=torch.channels_last)
-    with pytest.raises(SignatureMismatch):
-        conv(wrong, *operands[1:])
+    checks = []
+    original = Kernel.check
+    Kernel.check = lambda self, tensors: (checks.append(self), original(self, tensors))[1]
+    try:
+        conv(*operands)  # placed as checked: trusted, not checked again
+        assert checks == []
+        x0 = operands[0]
+        wrong = x0.contiguous() if not x0.is_contiguous() else x0.contiguous(memory_format=torch.channels_last)
+        with pytest.raises(SignatureMismatch):
+            conv(wrong, *operands[1:])
+        assert checks == [sized.kernel]
+    finally:
+        Kernel.check = original

@@ -23,7 +23,7 @@ import torch
 
 from tessera.compiler.targets.x86.conv.api import load_conv
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.runtime.kernel import Kernel
+from tessera.runtime.kernel import Kernel, placements_of
 
 
 @dataclasses.dataclass
@@ -51,11 +51,6 @@ class SizedConv:
         self.spec = spec
         self._kernels: dict[tuple[int, ...], _Sized] = {}
 
-    def kernel(self, shape: tuple[int, ...]) -> tuple[ConvSpec, Kernel, tuple, tuple]:
-        """The spec and loaded kernel for an input of ``shape``, and its output's shape and strides."""
-        found = self._sized(shape)
-        return found.spec, found.kernel, found.shape, found.strides
-
     def _sized(self, shape: tuple[int, ...]) -> _Sized:
         found = self._kernels.get(shape)
         if found is None:
@@ -70,7 +65,7 @@ class SizedConv:
         out = torch.empty_strided(found.shape, found.strides, dtype=x.dtype, device=x.device)
         tensors = (x, w, *operands)
         # the kernel checks its operands once per placement; the output is new, so aliases nothing
-        seen = tuple((t.dtype, t.shape, t.stride(), t.device) for t in tensors)
+        seen = placements_of(tensors)
         if seen == found.checked:
             found.kernel.launch_trusted([*tensors, out])
         else:
