@@ -25,7 +25,10 @@ after the conv (2-D convs):
     // becomes
     %z = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nchw>>
 
-The fusion pipeline of a target with its own conv kernel (x86), before the epilogue fusions.
+A conv that the kernels already compute in another way as it stands (x86:
+Winograd F(4x4, 3x3), which reads and writes channels-last only) keeps its
+relayouts. The fusion pipeline of a target with its own conv kernel (x86),
+before the epilogue fusions.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ def _folded(conv: tsr.ConvOp, input: SSAValue, result_type: Attribute, query: Ke
     """``conv`` reading ``input`` and giving ``result_type``, where the target's own kernel would compute it."""
     if conv.residual_input is not None and result_type != conv.result.type:
         return None  # the residual is in the result's layout
-    return own_kernel_conv(query, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties)
+    return own_kernel_conv(query, input, conv.weight, conv.bias, conv.residual_input, result_type, conv.properties,
+                           replacing=conv)
 
 
 @dataclass

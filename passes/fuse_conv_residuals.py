@@ -79,7 +79,7 @@ def _writes_in_add_layout(rewriter: PatternRewriter, add: tsr.AddOp, conv: tsr.C
     t = add.result.type
     if r.type != t or t == conv.result.type or t.get_shape() != conv.result.type.get_shape():
         return False
-    fused = own_kernel_conv(query, conv.input, conv.weight, conv.bias, r, t, conv.properties)
+    fused = own_kernel_conv(query, conv.input, conv.weight, conv.bias, r, t, conv.properties, replacing=conv)
     if fused is None:
         return False
     replace_by_conv(rewriter, add, fused, [conv])

@@ -18,14 +18,20 @@ from .target_models import KernelQuery, target_models
 
 
 def own_kernel_conv(query: KernelQuery, input: SSAValue, weight: SSAValue, bias: SSAValue | None,
-                    residual: SSAValue | None, result_type: Attribute, properties: dict) -> tsr.ConvOp | None:
+                    residual: SSAValue | None, result_type: Attribute, properties: dict,
+                    replacing: tsr.ConvOp | None = None) -> tsr.ConvOp | None:
     """A new conv with these operands (``ConvOp.with_epilogue``, not inserted
     anywhere) if the target's own kernel would compute it, else None: how a pass
-    asks whether a rewrite it is about to make gives the kernel its conv."""
+    asks whether a rewrite it is about to make gives the kernel its conv. Also
+    None where the conv it is ``replacing`` runs on the target's own kernels in
+    another way (x86: Winograd, which reads and writes channels-last only): a
+    rewrite measured against the library does not trade one kernel for another."""
     if target_models(query.target).own_conv_kernel is None:
         return None
     conv = tsr.ConvOp.with_epilogue(input, weight, bias, residual, result_type, properties)
-    if query.own_conv(conv) is not None:
+    impl = query.own_conv(conv)
+    current = query.own_conv(replacing) if replacing is not None else None
+    if impl is not None and (current is None or current == impl):
         return conv
     conv.drop_all_references()
     return None

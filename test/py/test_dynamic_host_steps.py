@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from program_capture import programs_run
 
 from tessera.compiler.host_steps import PlacedCall
 from tessera.compiler.targets.x86.conv.sized import SizedConv
 from tessera.runtime.errors import SignatureMismatch
 from tessera.runtime.kernel import Kernel
-from tessera.runtime.program import Call, Program
+from tessera.runtime.program import Call
 
 
 class _Attention(torch.nn.Module):
@@ -28,22 +29,6 @@ class _Attention(torch.nn.Module):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1).permute(0, 2, 1).reshape(b, c, h, w)
 
 
-def _programs(compiled, x):
-    seen = []
-    original = Program.run
-
-    def run(self, *tensors, **kw):
-        seen.append(self)
-        return original(self, *tensors, **kw)
-
-    Program.run = run
-    try:
-        compiled(x)
-    finally:
-        Program.run = original
-    return seen
-
-
 @pytest.mark.parametrize("freezing", [False, True])
 def test_a_reshape_into_a_product_of_sizes_needs_no_fixup(freezing):
     torch.manual_seed(0)
@@ -53,7 +38,7 @@ def test_a_reshape_into_a_product_of_sizes_needs_no_fixup(freezing):
         for size in (8, 12, 10, 12):
             x = torch.randn(1, 16, size, size)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-        programs = _programs(compiled, torch.randn(1, 16, 12, 12))
+        programs = programs_run(compiled, torch.randn(1, 16, 12, 12))
     calls = [s.fn for p in programs for s in p.steps if isinstance(s, Call) and isinstance(s.fn, PlacedCall)]
     assert any(c.__name__ == "tsr.reshape" for c in calls)  # h * w: sized on the host
     assert [f for c in calls for f in c.fixups] == []
@@ -68,7 +53,7 @@ def test_tessera_conv_checks_operands_when_their_placement_changes():
         compiled(torch.randn(1, 32, 10, 10))
         for _ in range(2):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-        programs = _programs(compiled, x)
+        programs = programs_run(compiled, x)
     convs = [s for p in programs for s in p.steps if isinstance(s, Call) and isinstance(s.fn, SizedConv)]
     if not convs:
         pytest.skip("this host's conv is the library's, not tessera's")

@@ -8,6 +8,8 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(bf16_conv, None)       # None: the library (oneDNN) computes it
     kernel_isa(conv_512x512_7x7, None, freezing=False)   # None: weight-bound, packing it per call loses
     kernel_isa(conv_of_dynamic_sizes, None)         # as for its channels and kernel: a kernel per size
+    kernel_isa(conv3x3_64x64_56x56, None, freezing=True)   # "avx512:winograd4": Winograd F(4x4, 3x3)
+    split_impl("avx512:winograd4")    # ("avx512", 4); split_impl("avx512") == ("avx512", None)
 
 The kernel takes f32 2-D/3-D convs reading and writing channels-last or
 contiguous tensors, of a class the measured cost model
@@ -23,7 +25,7 @@ from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
-from .conv_kernel_model import prefers_tessera
+from .conv_kernel_model import prefers_tessera, prefers_winograd
 
 if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
     from xdsl.ir import SSAValue
@@ -55,6 +57,33 @@ def kernel_layout(v: SSAValue) -> str | None:
     return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
 
 
+WINOGRAD = ":winograd"
+
+
+def split_impl(impl: str) -> tuple[str, int | None]:
+    """A conv's ``tsr.impl``: its vector path, and ``m`` where Winograd F(m x m, 3 x 3) computes it."""
+    isa, sep, m = impl.partition(WINOGRAD)
+    return isa, int(m) if sep else None
+
+
+def winograd_m(op: tsr.ConvOp, freezing: bool) -> int | None:
+    """``m`` of the Winograd F(m x m, 3 x 3) that computes ``op`` (f32, channels-last,
+    already checked), or None: a conv the Winograd kernels take (``winograd_spec.winograd_fits``)
+    of static sizes, with its weight transformed once (``freezing``), in a class the
+    measured model gives it (``conv_kernel_model.prefers_winograd``)."""
+    from tessera.dialects.tsr.shapes import ints, is_static
+
+    x, w = op.input.type.get_shape(), op.weight.type.get_shape()
+    if not freezing or len(x) != 4 or not is_static(x) or tuple(w[2:]) != (3, 3) or op.groups.value.data != 1:
+        return None
+    if set(ints(op.stride)) != {1} or set(ints(op.dilation)) != {1}:
+        return None
+    if (op.activation_name() or "none") not in ("none", "relu", "relu6"):
+        return None
+    oh, ow = op.result.type.get_shape()[2:]
+    return 4 if prefers_winograd(ConvShape.of(op), x[0] * -(-oh // 4) * -(-ow // 4)) else None
+
+
 def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:
     """The vector path on which tessera's kernel computes ``op`` for ``features``
     (``None``: this host's), or None where the library should. Without
@@ -71,4 +100,8 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     if not freezing and weight_bound(op):
         return None  # packed per call (at dynamic sizes: a large weight, the library call decides per size)
     isa = _isa(features)
-    return isa if isa is not None and prefers_tessera("x86", ConvShape.of(op), *layouts) else None
+    if isa is None:
+        return None
+    if layouts == ("channels_last", "channels_last") and (m := winograd_m(op, freezing)) is not None:
+        return f"{isa}{WINOGRAD}{m}"
+    return isa if prefers_tessera("x86", ConvShape.of(op), *layouts) else None

@@ -57,6 +57,32 @@ from tessera.passes.target_models import ConvShape, Rule, first_rule
 
 MIN_GAIN = 1.05
 
+WINOGRAD_MIN_TILES = 16
+"""Output tiles (4x4, over the batch) from which Winograd F(4x4, 3x3) beats the direct
+convs (:func:`prefers_winograd`)."""
+
+
+def prefers_winograd(conv: ConvShape, tiles: int) -> bool:
+    """Whether Winograd F(4x4, 3x3) (``targets/x86/conv/winograd.py``) computes a
+    stride-1 3x3 f32 conv with ``tiles`` 4x4 output tiles, weights transformed once.
+    Measured on AMD EPYC (Zen 5 class, AVX-512), 1 thread, bias + ReLU, ms
+    (``bench/conv_kernels.py``; F(2x2) in brackets):
+
+        conv, output        Winograd F(4x4)      tessera direct   oneDNN prepacked
+        64->64, 56x56 ....... 0.32 (F(2x2) 0.61)    0.88             0.96
+        128->128, 28x28 ..... 0.27 (0.46)           0.86             0.87
+        128->128, 64x64 ..... 1.77 (3.41)           4.54             4.62
+        256->256, 14x14 ..... 0.40 (0.51)           0.82             0.87
+        96->96, 13x13 ....... 0.056 (0.072)         0.098            0.128
+        512->512, 7x7 ....... 1.81 (1.20)           1.16             1.01   (4 tiles: 36 weight
+                                                                             matrices for 4 rows each)
+
+    F(4x4) does 4x fewer multiplies; it loses where the tiles are too few to
+    amortize streaming its 4x larger transformed weight. Relative error against
+    a float64 conv: 5-9e-6 (direct: 1-3e-6), well inside f32 tolerances.
+    """
+    return conv.dtype == "f32" and tiles >= WINOGRAD_MIN_TILES
+
 
 _NO_KERNEL = (
     Rule("not f32", lambda c: c.dtype != "f32", 0.0),

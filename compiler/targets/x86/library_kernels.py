@@ -8,6 +8,10 @@ program launches besides the fused ones, so ``compilerctl dump`` shows them all.
     %y = tsr.conv %x, %w {..., tsr.impl = "avx512"} : (...) -> ...
     // -> define void @conv2d_avx512_n1_48to8_9x9_k1x1(...)
     //    define void @conv_pack_avx512_48to8_k1x1_g1_nr16(...)        (the weight into the kernel's blocks)
+    %y = tsr.conv %x, %w {..., tsr.impl = "avx512:winograd4"} : (...) -> ...
+    // -> define void @winograd4_in_conv2d_avx512_n1_64to64_56x56_k3x3_p1x1(...)   (V = B^T d B per tile)
+    //    define void @conv2d_avx512_n1_2304to2304_1x196_k1x1_g36(...)     (the GEMM per point, and its pack)
+    //    define void @winograd4_out_conv2d_avx512_n1_64to64_56x56_k3x3_p1x1(...)  (y = A^T M A, epilogue)
 
 Each op gets the path ``select-impl`` recorded (``tsr.impl``), an int8 GEMM
 with the kernel that packs its B. The specs are those the host program builds
@@ -43,22 +47,42 @@ def int8_gemm_specs(host: ModuleOp) -> list[Int8GemmSpec]:
     return list(specs)
 
 
-def conv_specs(host: ModuleOp) -> list[ConvSpec]:
-    """One spec per distinct conv of ``host`` that tessera's kernel computes (``tsr.impl``),
-    of static sizes (a conv of dynamic sizes builds a kernel per size when run: ``conv/sized.py``)."""
+def conv_specs(host: ModuleOp) -> list[tuple[ConvSpec, int | None]]:
+    """One ``(spec, m)`` per distinct conv of ``host`` that tessera's kernels compute
+    (``tsr.impl``: ``m`` of Winograd F(m x m, 3 x 3), or None), of static sizes (a conv of
+    dynamic sizes builds a kernel per size when run: ``conv/sized.py``)."""
     from .conv.host import conv_spec
+    from .conv_choice import split_impl
 
-    specs = {conv_spec(op, impl): None for op in host.walk()
-             if isinstance(op, tsr.ConvOp) and (impl := impl_of(op)) is not None and is_static(shape_of(op.input.type))}
+    specs: dict[tuple[ConvSpec, int | None], None] = {}
+    for op in host.walk():
+        if isinstance(op, tsr.ConvOp) and (impl := impl_of(op)) is not None and is_static(shape_of(op.input.type)):
+            isa, m = split_impl(impl)
+            specs[(conv_spec(op, isa), m)] = None
     return list(specs)
+
+
+def _conv_modules(spec: ConvSpec, m: int | None, target: LlvmTarget) -> tuple[list[ir.Module], ConvSpec]:
+    """A conv's kernel modules, and the spec whose weight packing it runs: a Winograd
+    conv's transforms and its GEMM (a grouped 1x1 conv)."""
+    if m is None:
+        return [conv_module(spec, target)], spec
+    from .conv.winograd_kernels import input_module, output_module
+    from .conv.winograd_spec import WinogradSpec
+
+    ws = WinogradSpec(spec, m)
+    return [input_module(ws, target), conv_module(ws.gemm, target), output_module(ws, target)], ws.gemm
 
 
 def library_kernel_modules(host: ModuleOp, target: LlvmTarget) -> list[ir.Module]:
     """LLVM modules of the kernels of ``host``'s library ops for ``target``: its convs
     and int8 GEMMs on tessera's kernels, with the kernels that pack their weights."""
-    convs = conv_specs(host)
-    packs = {pack_kernel_name(spec): spec for spec in convs}
-    modules = [conv_module(spec, target) for spec in convs] + [conv_pack_module(spec, target) for spec in packs.values()]
+    modules, packs = [], {}
+    for spec, m in conv_specs(host):
+        kernels, packed = _conv_modules(spec, m, target)
+        modules += kernels
+        packs[pack_kernel_name(packed)] = packed
+    modules += [conv_pack_module(spec, target) for spec in packs.values()]
     gemms = int8_gemm_specs(host)
     packs = {(g.K, g.N, g.isa, g.a_signed): None for g in gemms}
     return (modules + [gemm_module(spec, target) for spec in gemms]

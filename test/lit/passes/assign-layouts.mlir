@@ -45,8 +45,8 @@ func.func @returned_conv(%x: tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, %w: tens
   func.return %y : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
 }
 
-// f32 dense 3x3 conv2d with 128 input channels: oneDNN's channels-last kernel
-// gains 1.04x here, less than the relayouts cost; it stays contiguous, and
+// f32 dense 5x5 conv2d with 128 input channels: oneDNN's channels-last
+// kernel gains 1.04x here, less than the relayouts cost; it stays contiguous, and
 // the pass does nothing. On Metal, conv2d stays contiguous too.
 // CHECK-LABEL: func.func @conv2d_f32_wide(
 // CHECK-NOT: tsr.relayout
@@ -56,12 +56,21 @@ func.func @returned_conv(%x: tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, %w: tens
 // METAL-LABEL: func.func @conv2d_f32_wide(
 // METAL-NOT: tsr.relayout
 // METAL: func.return
-func.func @conv2d_f32_wide(%x: tensor<1x128x10x10xf32, #tsr.layout<nchw>>, %w: tensor<128x128x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>> {
+func.func @conv2d_f32_wide(%x: tensor<1x128x12x12xf32, #tsr.layout<nchw>>, %w: tensor<128x128x5x5xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x128x12x12xf32, #tsr.layout<nchw>>, tensor<128x128x5x5xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>>
+  func.return %y : tensor<1x128x8x8xf32, #tsr.layout<nchw>>
+}
+
+// The same at stride 1 is Winograd F(4x4, 3x3)'s class, which computes channels-last only
+// (2.1x-3.2x oneDNN's call under freezing): channels-last.
+// CHECK-LABEL: func.func @conv2d_f32_wide_stride1(
+// CHECK: tsr.relayout {{.*}} -> tensor<1x128x10x10xf32, #tsr.layout<nhwc>>
+// CHECK: tsr.conv {{.*}} -> tensor<1x128x8x8xf32, #tsr.layout<nhwc>>
+func.func @conv2d_f32_wide_stride1(%x: tensor<1x128x10x10xf32, #tsr.layout<nchw>>, %w: tensor<128x128x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>> {
   %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x128x10x10xf32, #tsr.layout<nchw>>, tensor<128x128x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x128x8x8xf32, #tsr.layout<nchw>>
   func.return %y : tensor<1x128x8x8xf32, #tsr.layout<nchw>>
 }
 
-// The same conv in bf16 runs channels-last (oneDNN's bf16 kernels: 1.5x).
 // CHECK-LABEL: func.func @conv2d_bf16_wide(
 // CHECK: tsr.relayout {{.*}} -> tensor<1x128x10x10xbf16, #tsr.layout<nhwc>>
 // CHECK: tsr.relayout {{.*}} -> tensor<128x128x3x3xbf16, #tsr.layout<nhwc>>

@@ -7,6 +7,7 @@
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
     // of dynamic sizes: Call(SizedConv(spec), (x, pw, b), (y,)), a kernel per size (sized.py)
+    // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
 
 Which convs, and on which vector path, ``select-impl`` decided (the x86
 model: ``conv_choice.py``) and recorded as ``tsr.impl``. :func:`conv_call` gives the loaded kernel (built at
@@ -21,7 +22,8 @@ from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.sized import SizedConv
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.compiler.targets.x86.conv_choice import kernel_layout
+from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
+from tessera.compiler.targets.x86.conv_choice import kernel_layout, split_impl
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import ints, is_static
@@ -42,12 +44,17 @@ def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
                     output_layout=kernel_layout(op.result) or "channels_last")
 
 
-def conv_call(op: tsr.ConvOp, isa: str, freezing: bool = False) -> KernelCall:
-    """``op`` on its loaded kernel on the vector path ``isa`` (``select-impl``'s choice),
-    its weight (operand 1) packed first (with ``freezing`` again only when the weight
+def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
+    """``op`` on its loaded kernel as ``impl`` says (``select-impl``'s choice: the
+    vector path, and Winograd's ``m`` where it computes the conv), its weight
+    (operand 1) packed first (with ``freezing`` again only when the weight
     changes, else on every call: :class:`PackedWeight`).
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
+    isa, m = split_impl(impl)
     spec = conv_spec(op, isa)
+    if m is not None:
+        conv = WinogradConv(spec, m)
+        return KernelCall(conv, ((1, PackedWeight(WinogradPacker(conv.ws), freezing)),))
     pack = ((1, PackedWeight(weight_packer(spec), freezing)),)
     if not is_static(op.input.type.get_shape()):
         return KernelCall(SizedConv(spec), pack, sized=True)

@@ -1,0 +1,124 @@
+"""A stride-1 3x3 conv by Winograd F(m x m, 3 x 3): three launches behind one.
+
+    %y = tsr.conv %x, %w, %b {..., tsr.impl = "avx512:winograd4"}
+    // the host program's steps (host_program.py)
+    Call(WinogradPacker(spec), (w,), (pw,))      # U = G w G^T, packed for the GEMM (once, under freezing)
+    Alloc(y, nhwc type)
+    Launch(WinogradConv(spec), (x, pw, b, y))    # input transform -> grouped 1x1 GEMM -> output transform
+
+:class:`WinogradConv` is launched like a kernel (checked on a program's first
+run, then trusted): the input transform writes ``V``, tessera's conv kernel
+computes the batched GEMM as a grouped 1x1 conv into ``M``, and the output
+transform writes ``y`` with the conv's epilogue (``winograd_spec``). ``V`` and
+``M`` are scratch buffers it keeps (a run that finds them in use allocates
+its own). The weight transform runs in float64 and is rounded once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import torch
+
+from tessera.compiler.build import cpu_kernel
+from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
+from tessera.compiler.targets.x86.conv.build import conv_target
+from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable
+from tessera.compiler.targets.x86.conv.isa import can_run_conv
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
+from tessera.compiler.targets.x86.conv.winograd_kernels import WINOGRAD_INPUT, WINOGRAD_OUTPUT
+from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, WinogradSpec
+from tessera.runtime.kernel import Kernel
+
+
+def transform_weight(w: torch.Tensor, ws: WinogradSpec) -> torch.Tensor:
+    """``U[p, co, ci] = (G w[co, ci] G^T)[p]`` as the GEMM's grouped 1x1 weight ``[P*C_out, C_in, 1, 1]``."""
+    _, g, _ = TRANSFORMS[ws.m]
+    gm = torch.tensor([[float(x) for x in row] for row in g], dtype=torch.float64)
+    u = gm @ w.detach().to(torch.float64) @ gm.T  # [C_out, C_in, a, a]
+    c = ws.conv
+    return u.permute(2, 3, 0, 1).reshape(ws.points * c.out_channels, c.in_channels, 1, 1).to(torch.float32).contiguous()
+
+
+class WinogradPacker:
+    """A 3x3 weight as the Winograd GEMM reads it: transformed, then packed by the conv's packing kernel."""
+
+    def __init__(self, ws: WinogradSpec):
+        self.ws = ws
+        self._pack = weight_packer(ws.gemm)
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        return self._pack(transform_weight(w, self.ws))
+
+    def __reduce__(self) -> tuple:
+        return WinogradPacker, (self.ws,)
+
+
+def _load(family, ws: WinogradSpec, signature) -> Kernel:
+    name = signature(ws).name
+    return cpu_kernel(name, f"{name} {ws!r}", lambda: conv_target(ws.isa).cache_key(), lambda: family.artifact(ws))
+
+
+class WinogradConv:
+    """``conv(x, packed_w, [bias], [residual], out)`` by Winograd, launched like one kernel."""
+
+    serial = None
+    dynamic = False
+    empty = False
+
+    def __init__(self, spec: ConvSpec, m: int = 4):
+        if not can_run_conv(spec.isa):
+            raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r}")
+        self.ws = ws = WinogradSpec(spec, m)
+        self.transform_in = _load(WINOGRAD_INPUT, ws, WINOGRAD_INPUT.signature)
+        self.gemm = load_conv(ws.gemm)
+        self.transform_out = _load(WINOGRAD_OUTPUT, ws, WINOGRAD_OUTPUT.signature)
+        self.signature = self.transform_out.signature
+        self._scratch: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.ws.name
+
+    def __repr__(self) -> str:
+        return f"WinogradConv(@{self.name})"
+
+    def __reduce__(self) -> tuple:
+        return WinogradConv, (self.ws.conv, self.ws.m)
+
+    def _new_scratch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        ws = self.ws
+        cin, cout = ws.conv.in_channels, ws.conv.out_channels
+        return (torch.empty_strided(ws.transformed_shape(cin), ws.transformed_strides(cin)),
+                torch.empty_strided(ws.transformed_shape(cout), ws.transformed_strides(cout)))
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        self._run(tensors, checked=True)
+
+    def launch(self, *tensors: torch.Tensor) -> None:
+        self._run(tensors, checked=True)
+
+    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
+        self._run(tensors, checked=False)
+
+    def _run(self, tensors: Sequence[torch.Tensor], checked: bool) -> None:
+        x, w, *rest = tensors
+        mine = self._lock.acquire(blocking=False)  # a concurrent run gets scratch of its own
+        try:
+            if not mine:
+                v, m = self._new_scratch()
+            else:
+                if self._scratch is None:
+                    self._scratch = self._new_scratch()
+                v, m = self._scratch
+            steps = ((self.transform_in, (x, v)), (self.gemm, (v, w, m)), (self.transform_out, (m, *rest)))
+            for kernel, args in steps:
+                if checked:
+                    kernel.launch(*args)
+                else:
+                    kernel.launch_trusted(args)
+        finally:
+            if mine:
+                self._lock.release()

@@ -1,0 +1,142 @@
+"""Winograd F(m x m, 3 x 3) convs (``targets/x86/conv/winograd*.py``): the transform
+matrices exact in rational arithmetic, the kernels against a float64 conv at
+edge-heavy sizes and every epilogue, and the backend choosing them under freezing."""
+
+from __future__ import annotations
+
+import pickle
+from fractions import Fraction
+
+import pytest
+import torch
+import torch.nn.functional as F
+from program_capture import programs_run
+
+from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
+from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
+from tessera.compiler.targets.x86.conv.spec import ConvSpec
+from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, WinogradSpec
+from tessera.runtime.errors import SignatureMismatch
+
+needs_avx2 = pytest.mark.skipif(not can_run_conv("avx2"), reason="the conv kernels need AVX2 and FMA")
+
+
+def _mul(a, b):
+    return [[sum(x * y for x, y in zip(row, col, strict=True)) for col in zip(*b, strict=True)] for row in a]
+
+
+def _t(a):
+    return [list(col) for col in zip(*a, strict=True)]
+
+
+@pytest.mark.parametrize("m", sorted(TRANSFORMS))
+def test_transforms_compute_the_correlation_exactly(m):
+    """A^T [(G g G^T) * (B^T d B)] A == the valid 3x3 correlation of d, in rationals."""
+    bt, g, at = TRANSFORMS[m]
+    a = m + 2
+    d = [[Fraction((3 * i + 7 * j) % 11 - 5) for j in range(a)] for i in range(a)]
+    k = [[Fraction((2 * i - 5 * j) % 7 - 3, 2) for j in range(3)] for i in range(3)]
+    u = _mul(_mul(g, k), _t(g))
+    v = _mul(_mul(bt, d), _t(bt))
+    y = _mul(_mul(at, [[u[i][j] * v[i][j] for j in range(a)] for i in range(a)]), _t(at))
+    want = [[sum(d[i + r][j + c] * k[r][c] for r in range(3) for c in range(3)) for j in range(m)] for i in range(m)]
+    assert y == want
+
+
+def test_spec_refuses_what_the_kernels_do_not_compute():
+    with pytest.raises(InvalidConvSpec, match="stride 1"):
+        WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), stride=2, padding=1))
+    with pytest.raises(InvalidConvSpec):
+        WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, activation="silu"))
+    with pytest.raises(InvalidConvSpec, match="F\\(3, 3\\)"):
+        WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1), m=3)
+
+
+def _run(spec: ConvSpec, m: int, seed: int = 0):
+    from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
+
+    g = torch.Generator().manual_seed(seed)
+    c = spec
+    x = torch.randn(c.input_shape(), generator=g).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(c.out_channels, c.in_channels, 3, 3, generator=g) / (3 * c.in_channels ** 0.5)
+    b = torch.randn(c.out_channels, generator=g)
+    r = torch.randn(c.output_shape(), generator=g).contiguous(memory_format=torch.channels_last)
+    conv = WinogradConv(c, m)
+    args = [x, WinogradPacker(conv.ws)(w)] + ([b] if c.bias else []) + ([r] if c.residual else [])
+    out = torch.full(c.output_shape(), float("nan")).contiguous(memory_format=torch.channels_last)
+    conv(*args, out)
+    want = F.conv2d(x.double(), w.double(), b.double() if c.bias else None, padding=c.padding)
+    if c.residual:
+        want = want + r.double()
+    if c.activation == "relu":
+        want = want.relu()
+    elif c.activation == "relu6":
+        want = want.clamp(0, 6)
+    return conv, args, out, want.float()
+
+
+@needs_avx2
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("batch,cin,cout,size,padding,bias,residual,activation", [
+    (1, 64, 64, (56, 56), 1, True, False, "relu"),     # ResNet layer 1
+    (1, 16, 32, (9, 11), 1, True, True, "relu6"),      # partial tiles on both edges, residual
+    (2, 24, 40, (6, 6), 0, False, False, "none"),      # channels past the vectors, no padding, batch 2
+    (1, 7, 5, (5, 13), 1, True, False, "none"),        # fewer channels than a vector
+])
+def test_winograd_matches_a_float64_conv(m, batch, cin, cout, size, padding, bias, residual, activation):
+    spec = ConvSpec(batch, cin, cout, size, (3, 3), padding=padding, bias=bias, residual=residual,
+                    activation=activation, isa=select_conv_isa())
+    _, _, out, want = _run(spec, m)
+    assert not out.isnan().any()
+    err = (out - want).abs().max() / want.abs().max().clamp_min(1.0)
+    assert err < (2e-6 if m == 2 else 2e-5), err
+
+
+@needs_avx2
+def test_winograd_checks_then_trusts_and_pickles():
+    spec = ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, bias=True, isa=select_conv_isa())
+    conv, args, out, want = _run(spec, 4)
+    conv.launch_trusted([*args, out])
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(SignatureMismatch):
+        conv(args[0].contiguous(), *args[1:], out)  # NCHW strides: the input transform reads NHWC
+    again = pickle.loads(pickle.dumps(conv))
+    again(*args, out)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+
+
+class _Block(torch.nn.Module):
+    """A ResNet basic block of 3x3 convs: conv-bn-relu, conv-bn, + x, relu."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.c1, self.b1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c)
+        self.c2, self.b2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(self.b2(self.c2(torch.relu(self.b1(self.c1(x))))) + x)
+
+
+def _winograd_launches(compiled, x) -> int:
+    from tessera.compiler.targets.x86.conv.winograd import WinogradConv
+    from tessera.runtime.program import Launch
+
+    return sum(isinstance(s, Launch) and isinstance(s.kernel, WinogradConv)
+               for p in programs_run(compiled, x) for s in p.steps)
+
+
+@needs_avx2
+@pytest.mark.parametrize("freezing", [True, False])
+def test_backend_runs_3x3_convs_by_winograd_under_freezing(freezing):
+    torch.manual_seed(0)
+    model = _Block(128).eval()
+    for bn in (model.b1, model.b2):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(1, 128, 20, 20)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", options={"freezing": freezing})
+        want = model(x)
+        torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+        launches = _winograd_launches(compiled, x)
+    assert launches == (2 if freezing else 0)  # 25 tiles each; weights transformed once only under freezing
