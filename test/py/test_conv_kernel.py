@@ -249,11 +249,13 @@ def test_cost_model_decides_by_the_measured_gain(monkeypatch):
 
 
 def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
-    """Every x86 conv on tessera's kernel (reading and writing NCHW too, unless not ``contiguous_input``)."""
+    """Every x86 conv on tessera's direct kernel (reading and writing NCHW too, unless
+    not ``contiguous_input``); none by Winograd (``test_winograd.py``)."""
     import tessera.compiler.targets.x86.conv_choice as host
 
     if host.host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
+    monkeypatch.setattr(host, "prefers_winograd", lambda conv, tiles: False)
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: (
         target == "x86" and (contiguous_input or all(v == "channels_last" for v in layouts))))
 
