@@ -60,7 +60,9 @@ def test_cost_model_classifies_convs():
     classes' measured speedups live in the table, not in this test."""
     what = {
         ConvShape(3, "f32", 32, 32, 1, (3, 3, 3), (1, 1, 1)): "f32 conv3d",
-        ConvShape(2, "f32", 128, 128, 1, (3, 3), (1, 1)): "f32 dense 3x3 conv2d, >= 128 input channels",
+        ConvShape(2, "f32", 128, 128, 1, (3, 3), (1, 1)):
+            "f32 dense 3x3 conv2d, >= 128 input channels, stride 1 (Winograd's class)",
+        ConvShape(2, "f32", 128, 128, 1, (5, 5), (1, 1)): "f32 dense wider conv2d, >= 128 input channels",
         ConvShape(2, "f32", 128, 128, 1, (3, 3), (2, 2)): "f32 conv2d",  # strided
         ConvShape(2, "f32", 128, 128, 1, (1, 1), (1, 1)): "f32 conv2d",  # 1x1
         ConvShape(1, "f32", 8, 8, 1, (3,), (1,)): "conv1d",
