@@ -11,6 +11,9 @@ counted):
   buffer kept between calls (the program's allocations are), the launch
   trusted after the first call's check; the host's widest path (AVX-512
   here). ``tessera avx2`` is the ymm build on the same host.
+* ``tessera winograd4`` / ``tessera winograd2``: Winograd F(4x4, 3x3) and F(2x2, 3x3)
+  (``targets/x86/conv/winograd.py``) where the conv is one they compute (2-D 3x3
+  stride 1), the weight transformed and packed once, launched as a program does.
 * ``aten NCHW`` / ``aten CL``: ``F.conv2d``/``F.conv3d`` eager in the
   contiguous and the channels-last layout (ATen picks oneDNN or
   ``slow_conv3d``).
@@ -51,6 +54,8 @@ from fma_peak import peak_gflops  # noqa: E402
 
 from tessera.compiler.targets.x86.conv import ConvSpec, can_run_conv, pack_weight, select_conv_isa  # noqa: E402
 from tessera.compiler.targets.x86.conv.api import load_conv  # noqa: E402
+from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker  # noqa: E402
+from tessera.compiler.targets.x86.conv.winograd_spec import winograd_fits  # noqa: E402
 
 # (label, input shape, out channels, kernel, stride, padding, groups)
 SHAPES = [
@@ -70,6 +75,11 @@ SHAPES = [
     ("conv3d 1x1x1 128->64 1x128x4x32x32", (1, 128, 4, 32, 32), 64, 1, 1, 0, 1),
     ("conv3d 3x3x3 depthwise 64 1x64x4x32x32 p1", (1, 64, 4, 32, 32), 64, 3, 1, 1, 64),
     ("conv2d 3x3 128->128 4x128x32x32 p1", (4, 128, 32, 32), 128, 3, 1, 1, 1),
+    # Winograd's classes by input channels (conv_kernel_model.prefers_winograd)
+    ("conv2d 3x3 16->16 1x16x64x64 p1", (1, 16, 64, 64), 16, 3, 1, 1, 1),
+    ("conv2d 3x3 32->32 1x32x64x64 p1", (1, 32, 64, 64), 32, 3, 1, 1, 1),
+    ("conv2d 3x3 256->256 1x256x7x7 p1", (1, 256, 7, 7), 256, 3, 1, 1, 1),
+    ("conv2d 3x3 64->64 1x64x13x13 p1", (1, 64, 13, 13), 64, 3, 1, 1, 1),
     # ResNet-50's stride-1 3x3 convs (layers 1-4) at 224x224, batch 1
     ("resnet50 3x3 64->64 1x64x56x56 p1", (1, 64, 56, 56), 64, 3, 1, 1, 1),
     ("resnet50 3x3 128->128 1x128x28x28 p1", (1, 128, 28, 28), 128, 3, 1, 1, 1),
@@ -122,6 +132,14 @@ def candidates(shape, cout, k, stride, padding, groups, inductor: bool) -> tuple
         out["tessera" if isa == best else f"tessera {isa}"] = (
             lambda k=kernel, pw=pw, kept=kept: k.launch_trusted([x_cl, pw.data, b, kept]) or kept)
     spec = specs[best]
+    if winograd_fits(spec):
+        for m in (4, 2):  # Winograd F(m x m, 3x3): the weight transformed and packed once
+            conv = WinogradConv(spec, m)
+            pw_m = WinogradPacker(conv.ws)(w)
+            kept = torch.empty_strided(spec.output_shape(), spec.output_strides())
+            conv(x_cl, pw_m, b, kept)
+            out[f"tessera winograd{m}"] = (
+                lambda c=conv, pw=pw_m, kept=kept: c.launch_trusted([x_cl, pw, b, kept]) or kept)
     kw = dict(stride=stride, padding=padding, groups=groups)
     out["aten NCHW"] = lambda: fn(x, w, b, **kw)
     out["aten CL"] = lambda: fn(x_cl, w, b, **kw)
@@ -158,12 +176,13 @@ def _freezing(icfg):
         icfg.freezing = old
 
 
-def check_exact(spec: ConvSpec, cands: dict[str, Callable[[], object]]) -> float:
-    """max |tessera - aten NCHW| relative to the output's scale (must be ~1e-6)."""
+def check_exact(spec: ConvSpec, cands: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Per tessera candidate: max |its result - aten NCHW| relative to the output's
+    scale (~1e-6 direct, ~1e-5 Winograd F(4x4))."""
     with torch.no_grad():
         want = cands["aten NCHW"]()
-        got = cands["tessera"]()
-    return ((got - want).abs().max() / want.abs().max()).item()
+        return {n: ((fn() - want).abs().max() / want.abs().max()).item()
+                for n, fn in cands.items() if n.startswith("tessera") and "avx2" not in n}
 
 
 def run(reps: int, threads: int, inductor: bool, only: str | None) -> None:
@@ -192,7 +211,8 @@ def run(reps: int, threads: int, inductor: bool, only: str | None) -> None:
                 for n, fn in cands.items():
                     times[n].append(_time(fn))
         gf = {n: spec.flops / statistics.median(ts) / 1e9 for n, ts in times.items()}
-        print(f"\n## {label}  ({spec.flops / 1e9:.3f} GFLOP; tessera vs eager max rel. error {err:.1e})")
+        errors = ", ".join(f"{n} {e:.1e}" for n, e in err.items())
+        print(f"\n## {label}  ({spec.flops / 1e9:.3f} GFLOP; max rel. error against eager: {errors})")
         print(f"{'':<20} {'median ms':>10} {'GFLOP/s':>8} {'min-max GFLOP/s':>16}")
         for n, ts in times.items():
             extra = f"  {100 * gf[n] / peak:.0f}% of {threads}-thread peak" if n.startswith("tessera") else ""
@@ -200,11 +220,14 @@ def run(reps: int, threads: int, inductor: bool, only: str | None) -> None:
                   f"{spec.flops / max(ts) / 1e9:>7.1f}-{spec.flops / min(ts) / 1e9:<8.1f}{extra}")
         peers = [p for p in ("aten NCHW", "aten CL", "onednn prepacked", "inductor", "inductor freeze") if p in gf]
         print("tessera / " + ", ".join(f"{p} {gf['tessera'] / gf[p]:.2f}x" for p in peers))
+        for n in (n for n in gf if n.startswith("tessera winograd")):
+            print(f"{n} / " + ", ".join(f"{p} {gf[n] / gf[p]:.2f}x" for p in ["tessera", *peers]))
         summary.append((label, gf, peers))
     print(f"\n## summary (GFLOP/s, {threads} threads; tessera % of the {peak:.0f} GFLOP/s peak)")
-    for label, gf, peers in summary:
+    for label, gf, peers in summary:  # Winograd's GFLOP/s: the direct conv's FLOPs over its time
+        wino = [n for n in gf if n.startswith("tessera winograd")]
         print(f"{label:<48} tessera {gf['tessera']:6.1f} ({100 * gf['tessera'] / peak:3.0f}%)  "
-              + "  ".join(f"{p} {gf[p]:6.1f}" for p in peers))
+              + "  ".join(f"{p} {gf[p]:6.1f}" for p in [*wino, *peers]))
 
 
 def main() -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from tessera.compiler.model_loader import load_example
+from tessera.runtime.kernel import Kernel
 from tessera.runtime.program import Alloc, Launch, Program, SizedAlloc
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,8 @@ def _name(step) -> str:
     if isinstance(step, (Alloc, SizedAlloc)):
         return "alloc"
     if isinstance(step, Launch):
-        return f"launch @{step.kernel.name} grid={list(step.kernel.signature.grid)}"
+        k = step.kernel  # a Kernel, or several behind one step (runtime.kernel.Launchable)
+        return f"launch @{k.name}" + (f" grid={list(k.signature.grid)}" if isinstance(k, Kernel) else "")
     return getattr(step.fn, "__name__", "call")
 
 

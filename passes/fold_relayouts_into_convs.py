@@ -26,7 +26,7 @@ after the conv (2-D convs):
     %z = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nchw>>
 
 A conv that the kernels already compute in another way as it stands (x86:
-Winograd F(4x4, 3x3), which reads and writes channels-last only) keeps its
+Winograd, which reads and writes channels-last only) keeps its
 relayouts. The fusion pipeline of a target with its own conv kernel (x86),
 before the epilogue fusions.
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -26,6 +26,19 @@ Launcher = Callable[[Any, int, int], None]
 ``chunks`` ranges (a dynamic kernel's last pointer is its dims array). A device
 whose launch API binds tensors, not addresses (``mps``), is given the checked tensors instead
 (``Kernel(..., takes_tensors=True)``)."""
+
+
+class Launchable(Protocol):
+    """What a program's ``Launch`` runs: a :class:`Kernel`, or an object that launches
+    several behind one step (x86's ``WinogradConv``). Called with the step's tensors
+    it checks them and runs; ``launch_trusted`` runs tensors placed as a checked call's."""
+
+    @property
+    def name(self) -> str: ...
+
+    def __call__(self, *tensors: torch.Tensor) -> None: ...
+
+    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None: ...
 
 
 def placements_of(tensors: Sequence[object]) -> tuple:

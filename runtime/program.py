@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from tessera.runtime.errors import ProgramError
-from tessera.runtime.kernel import Kernel, placements_of
+from tessera.runtime.kernel import Launchable, placements_of
 from tessera.runtime.layouts import Placement
 
 
@@ -54,7 +54,7 @@ class SizedAlloc:
 
 @dataclass(frozen=True)
 class Launch:
-    kernel: Kernel
+    kernel: Launchable
     args: tuple[int, ...]
 
 

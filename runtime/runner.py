@@ -170,11 +170,15 @@ class _Writer:
     def launch(self, step: Launch) -> None:
         k = step.kernel
         args = [_b(b) for b in step.args]
+        trusted = f"{self.name('K', k)}.launch_trusted([{', '.join(args)}])"
+        if not isinstance(k, Kernel):  # several kernels behind one step (runtime.kernel.Launchable)
+            self.emit(trusted)
+            return
         if k.empty:
             return
         serial = k.serial
         if serial is None or type(k).dims_arguments is not Kernel.dims_arguments:
-            self.emit(f"{self.name('K', k)}.launch_trusted([{', '.join(args)}])")
+            self.emit(trusted)
             return
         fn, launcher = self.name("K", serial), self.name("L", k.launcher)
         pointers = [f"{a}.data_ptr()" for a in args]

@@ -105,6 +105,26 @@ def test_winograd_checks_then_trusts_and_pickles():
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
 
 
+@needs_avx2
+def test_convs_of_one_thread_share_the_largest_scratch():
+    """Two convs of different sizes share V and M (grown to the larger one's), and a
+    trusted launch after the other conv ran is still exact."""
+    from tessera.compiler.targets.x86.conv.winograd import _SCRATCH
+
+    isa = select_conv_isa()
+    small = ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, isa=isa)
+    large = ConvSpec(1, 32, 48, (20, 20), (3, 3), padding=1, isa=isa)
+    _SCRATCH.flat = [torch.empty(0), torch.empty(0)]  # this thread's, as a fresh thread has them
+    conv_s, args_s, out_s, want_s = _run(small, 4)
+    _, _, out_l, want_l = _run(large, 4, seed=1)
+    ws_l = WinogradSpec(large, 4)
+    assert [t.numel() for t in _SCRATCH.flat] == [ws_l.points * ws_l.tiles * n for n in (32, 48)]
+    out_s.fill_(float("nan"))
+    conv_s.launch_trusted([*args_s, out_s])
+    for got, want in ((out_s, want_s), (out_l, want_l)):
+        assert (got - want).abs().max() / want.abs().max().clamp_min(1.0) < 2e-5
+
+
 class _Block(torch.nn.Module):
     """A ResNet basic block of 3x3 convs: conv-bn-relu, conv-bn, + x, relu."""
 
@@ -140,3 +160,17 @@ def test_backend_runs_3x3_convs_by_winograd_under_freezing(freezing):
         torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
         launches = _winograd_launches(compiled, x)
     assert launches == (2 if freezing else 0)  # 25 tiles each; weights transformed once only under freezing
+
+
+@needs_avx2
+def test_backend_leaves_a_first_conv_of_3_channels_off_winograd():
+    """A channels-last 3-channel input: its 3x3 conv is the direct path's (Winograd's GEMM
+    over 3 channels measured 0.22x oneDNN), the next 32-channel conv Winograd's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(32, 32, 3, padding=1)).eval()
+    x = torch.randn(1, 3, 32, 32).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        assert _winograd_launches(compiled, x) == 1

@@ -67,6 +67,22 @@ def test_inference_matches_eager(zoo):
     _print_aten(zoo.name, reports)
 
 
+FREEZING = ("resnet18", "squeezenet1_0", "densenet121")
+"""Models also checked with ``freezing=True``: weights packed once, BatchNorms folded,
+and their 3x3 convs with enough tiles by Winograd (``targets/x86/conv/winograd.py``)."""
+
+
+@pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name) for m in MODELS if m.name in FREEZING])
+def test_inference_with_freezing_matches_eager(zoo):
+    model, inputs = zoo.build()
+    with torch.no_grad(), collect_reports() as reports:
+        expected = model(*inputs)
+        compiled = torch.compile(model, backend="tessera", options={**_options(zoo.name), "freezing": True})
+        for call in range(2):
+            _close(compiled(*inputs), expected, zoo.tolerance, f"{zoo.name}, freezing, call {call}")
+    _check_compiled(zoo.name, reports)
+
+
 @pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name, marks=[pytest.mark.slow] if m.slow else [])
                                  for m in MODELS])
 def test_inference_with_dynamic_shapes_matches_eager(zoo):

@@ -25,6 +25,8 @@ from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
+from .conv.spec import ConvSpec
+from .conv.winograd_spec import WinogradSpec, winograd_fits
 from .conv_kernel_model import prefers_tessera, prefers_winograd
 
 if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
@@ -66,22 +68,35 @@ def split_impl(impl: str) -> tuple[str, int | None]:
     return isa, int(m) if sep else None
 
 
-def winograd_m(op: tsr.ConvOp, freezing: bool) -> int | None:
-    """``m`` of the Winograd F(m x m, 3 x 3) that computes ``op`` (f32, channels-last,
-    already checked), or None: a conv the Winograd kernels take (``winograd_spec.winograd_fits``)
-    of static sizes, with its weight transformed once (``freezing``), in a class the
-    measured model gives it (``conv_kernel_model.prefers_winograd``)."""
+def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
+    """The kernel spec of ``op`` (its epilogue: bias, residual, activation) on the
+    vector path ``isa``; of dynamic sizes, at batch 1 and the smallest input the
+    kernel and padding take (the spec whose sizes ``SizedConv`` sets per call)."""
     from tessera.dialects.tsr.shapes import ints, is_static
 
     x, w = op.input.type.get_shape(), op.weight.type.get_shape()
-    if not freezing or len(x) != 4 or not is_static(x) or tuple(w[2:]) != (3, 3) or op.groups.value.data != 1:
+    if not is_static(x):
+        smallest = (max(1, d * (k - 1) + 1 - 2 * p) for k, p, d in zip(w[2:], ints(op.padding), ints(op.dilation)))
+        x = (1, x[1], *smallest)
+    return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), ints(op.stride), ints(op.padding),
+                    ints(op.dilation), op.groups.value.data, bias=op.bias is not None,
+                    residual=op.residual_input is not None, activation=op.activation_name() or "none",
+                    isa=isa, input_layout=kernel_layout(op.input) or "channels_last",
+                    output_layout=kernel_layout(op.result) or "channels_last")
+
+
+def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
+    """``m`` of the Winograd F(m x m, 3 x 3) that computes ``op`` (an f32 conv of the
+    kernel's layouts), or None: a conv of static sizes that the Winograd kernels
+    take (``winograd_spec.winograd_fits``), its weight transformed once
+    (``freezing``), in a class the measured model gives it, by its channels and
+    4x4 output tiles (``conv_kernel_model.prefers_winograd``)."""
+    from tessera.dialects.tsr.shapes import is_static
+
+    if not freezing or not is_static(op.input.type.get_shape()):
         return None
-    if set(ints(op.stride)) != {1} or set(ints(op.dilation)) != {1}:
-        return None
-    if (op.activation_name() or "none") not in ("none", "relu", "relu6"):
-        return None
-    oh, ow = op.result.type.get_shape()[2:]
-    return 4 if prefers_winograd(ConvShape.of(op), x[0] * -(-oh // 4) * -(-ow // 4)) else None
+    spec = conv_spec(op, isa)
+    return prefers_winograd(ConvShape.of(op), WinogradSpec(spec, 4).tiles) if winograd_fits(spec) else None
 
 
 def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:
@@ -102,6 +117,6 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     isa = _isa(features)
     if isa is None:
         return None
-    if layouts == ("channels_last", "channels_last") and (m := winograd_m(op, freezing)) is not None:
+    if (m := winograd_m(op, isa, freezing)) is not None:
         return f"{isa}{WINOGRAD}{m}"
     return isa if prefers_tessera("x86", ConvShape.of(op), *layouts) else None

@@ -57,31 +57,42 @@ from tessera.passes.target_models import ConvShape, Rule, first_rule
 
 MIN_GAIN = 1.05
 
-WINOGRAD_MIN_TILES = 16
-"""Output tiles (4x4, over the batch) from which Winograd F(4x4, 3x3) beats the direct
-convs (:func:`prefers_winograd`)."""
+WINOGRAD_MIN_CHANNELS = 16
+"""Fewer input channels leave the Winograd GEMM too short (3->64 at 224x224: 0.22x oneDNN)."""
+WINOGRAD_TILES = ((49, 4), (16, 2))
+"""``(least 4x4 output tiles over the batch, m)``, tried in order (:func:`prefers_winograd`)."""
 
 
-def prefers_winograd(conv: ConvShape, tiles: int) -> bool:
-    """Whether Winograd F(4x4, 3x3) (``targets/x86/conv/winograd.py``) computes a
-    stride-1 3x3 f32 conv with ``tiles`` 4x4 output tiles, weights transformed once.
-    Measured on AMD EPYC (Zen 5 class, AVX-512), 1 thread, bias + ReLU, ms
-    (``bench/conv_kernels.py``; F(2x2) in brackets):
+def prefers_winograd(conv: ConvShape, tiles: int) -> int | None:
+    """``m`` of the Winograd F(m x m, 3 x 3) (``targets/x86/conv/winograd.py``) that
+    computes a stride-1 3x3 f32 conv with ``tiles`` 4x4 output tiles, weights
+    transformed once, or None (the direct kernel or oneDNN). ``bench/conv_kernels.py
+    --threads 1 --cpu-time``, AMD EPYC (Zen 5 class, AVX-512), bias, candidates
+    interleaved call by call; speedup over the faster of tessera's direct kernel and
+    oneDNN's prepacked call::
 
-        conv, output        Winograd F(4x4)      tessera direct   oneDNN prepacked
-        64->64, 56x56 ....... 0.32 (F(2x2) 0.61)    0.88             0.96
-        128->128, 28x28 ..... 0.27 (0.46)           0.86             0.87
-        128->128, 64x64 ..... 1.77 (3.41)           4.54             4.62
-        256->256, 14x14 ..... 0.40 (0.51)           0.82             0.87
-        96->96, 13x13 ....... 0.056 (0.072)         0.098            0.128
-        512->512, 7x7 ....... 1.81 (1.20)           1.16             1.01   (4 tiles: 36 weight
-                                                                             matrices for 4 rows each)
+        conv, output               4x4 tiles   F(4x4)   F(2x2)
+        128->128, 64x64 ............. 256 .... 2.32x    1.59x
+        128->128, batch 4, 32x32 .... 256 .... 2.05x    1.42x
+        64->64, 56x56 ............... 196 .... 1.94x    1.40x
+        64->64, 64x64 ............... 256 .... 1.91x    1.29x
+        32->32, 64x64 ............... 256 .... 1.57x    1.25x
+        16->16, 64x64 ............... 256 .... 1.18x    0.75x
+        128->128, 28x28 .............. 49 .... 2.15x    1.64x
+        256->256, 14x14 .............. 16 .... 1.11x    1.27x
+        64->64, 13x13 ................ 16 .... 1.04x    1.04x
+        256->256, 7x7 ................. 4 .... 0.55x    0.84x
+        512->512, 7x7 ................. 4 .... 0.56x    0.86x
+        3->64, 224x224 ............. 3136 .... 0.22x    0.20x   (3 input channels)
 
-    F(4x4) does 4x fewer multiplies; it loses where the tiles are too few to
-    amortize streaming its 4x larger transformed weight. Relative error against
-    a float64 conv: 5-9e-6 (direct: 1-3e-6), well inside f32 tolerances.
+    F(4x4) does 4x fewer multiplies than the direct conv, F(2x2) 2.25x; with few
+    tiles the 36 (16) transformed weight matrices are streamed for a few rows
+    each. Relative error against eager: F(4x4) 4-14e-6, F(2x2) 3-11e-7 (direct:
+    1-2e-6), inside f32 tolerances.
     """
-    return conv.dtype == "f32" and tiles >= WINOGRAD_MIN_TILES
+    if conv.in_channels < WINOGRAD_MIN_CHANNELS:
+        return None
+    return next((m for least, m in WINOGRAD_TILES if tiles >= least), None)
 
 
 _NO_KERNEL = (

@@ -11,9 +11,10 @@ Speedup of the packed channels-last call over the contiguous one, per class::
     f32 conv3d (3x3x3, 1x1x1, depthwise, C_in=3)   1.08x - 4.6x  channels-last
         (3x3x3 96->96: 1.08x-1.12x over runs; 64->64: 1.13x)
     f32 conv2d grouped, < 16 channels per group .. 1.08x         contiguous
-    f32 conv2d 3x3 stride 1, >= 128 input ch. .... 0.99x - 1.00x channels-last: Winograd F(4x4, 3x3)
-        computes it channels-last only, 2.1x - 3.2x the packed oneDNN call at 14x14 - 64x64 under
-        freezing (``conv_kernel_model.prefers_winograd``); without it the two calls tie
+    f32 conv2d 3x3 stride 1, >= 128 input ch. .... 0.99x - 1.00x channels-last: Winograd
+        computes it channels-last only, 1.1x - 2.3x the faster of oneDNN's packed call and
+        tessera's direct kernel from 14x14 up under freezing (``conv_kernel_model.prefers_winograd``,
+        session 16); without freezing, or at 7x7, the two oneDNN calls tie
     f32 conv2d 5x5 and wider, stride 1, >= 128 ch  0.99x - 1.00x contiguous (measured on 3x3)
     f32 conv2d otherwise (3x3 < 128 ch, 1x1,
         strided, first layers, depthwise,
@@ -34,7 +35,7 @@ CONV_LAYOUTS = (
     Rule("f32 grouped conv2d, < 16 channels per group",
          lambda c: c.groups > 1 and not c.depthwise and c.channels_per_group < 16, 1.08),
     Rule("f32 dense 3x3 conv2d, >= 128 input channels, stride 1 (Winograd's class)",
-         lambda c: c.groups == 1 and c.kernel == (3, 3) and max(c.stride) == 1 and c.in_channels >= 128, 2.1),
+         lambda c: c.groups == 1 and c.kernel == (3, 3) and max(c.stride) == 1 and c.in_channels >= 128, 1.1),
     Rule("f32 dense wider conv2d, >= 128 input channels",
          lambda c: c.groups == 1 and max(c.kernel) > 1 and max(c.stride) == 1 and c.in_channels >= 128, 1.00),
     Rule("f32 conv2d", any_conv, 1.15),

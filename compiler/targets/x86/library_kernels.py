@@ -51,8 +51,7 @@ def conv_specs(host: ModuleOp) -> list[tuple[ConvSpec, int | None]]:
     """One ``(spec, m)`` per distinct conv of ``host`` that tessera's kernels compute
     (``tsr.impl``: ``m`` of Winograd F(m x m, 3 x 3), or None), of static sizes (a conv of
     dynamic sizes builds a kernel per size when run: ``conv/sized.py``)."""
-    from .conv.host import conv_spec
-    from .conv_choice import split_impl
+    from .conv_choice import conv_spec, split_impl
 
     specs: dict[tuple[ConvSpec, int | None], None] = {}
     for op in host.walk():

@@ -61,8 +61,8 @@ func.func @conv2d_f32_wide(%x: tensor<1x128x12x12xf32, #tsr.layout<nchw>>, %w: t
   func.return %y : tensor<1x128x8x8xf32, #tsr.layout<nchw>>
 }
 
-// The same at stride 1 is Winograd F(4x4, 3x3)'s class, which computes channels-last only
-// (2.1x-3.2x oneDNN's call under freezing): channels-last.
+// A 3x3 at stride 1 is Winograd's class, which computes channels-last only (1.1x-2.3x
+// oneDNN's call from 14x14 up under freezing): channels-last.
 // CHECK-LABEL: func.func @conv2d_f32_wide_stride1(
 // CHECK: tsr.relayout {{.*}} -> tensor<1x128x10x10xf32, #tsr.layout<nhwc>>
 // CHECK: tsr.conv {{.*}} -> tensor<1x128x8x8xf32, #tsr.layout<nhwc>>

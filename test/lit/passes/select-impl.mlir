@@ -6,7 +6,9 @@
 // library; the ptx target has no kernels of its own. A weight-bound conv (1x1
 // 1024->256 at 2x2: 256x more weight than output) goes to the kernel only when its
 // weight is packed once (freezing=true): packed on every call, it loses to the
-// library's call on the plain weight.
+// library's call on the plain weight. Under freezing a 3x3 stride-1 conv runs by
+// Winograd, F(4x4) from 49 output tiles (56x56: 196) and F(2x2) from 16 (14x14);
+// not at 7x7 (4 tiles), and not without freezing (its weight transformed every call).
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
@@ -39,6 +41,15 @@
 // NOCONV: tsr.int_mm {{.*}}tsr.impl = "avx512vnni"
 // NOCONV: tsr.scaled_int_mm {{.*}}tsr.impl = "avx512vnni"
 
+// FROZEN-LABEL: func.func @winograd(
+// FROZEN: tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
+// FROZEN: tsr.conv {{.*}}tsr.impl = "avx512:winograd2"
+// FROZEN-NOT: winograd
+// FROZEN: func.return
+// AVX512-LABEL: func.func @winograd(
+// AVX512-NOT: winograd
+// AVX512: func.return
+
 // LIB-NOT: tsr.impl
 
 func.func @depthwise(%x: tensor<1x64x14x14xf32, #tsr.layout<nhwc>>, %w: tensor<64x1x3x3xf32>) -> tensor<1x64x14x14xf32, #tsr.layout<nhwc>> {
@@ -65,4 +76,11 @@ func.func @int8(%a: tensor<32x64xui8>, %b: tensor<64x16xi8>, %sa: tensor<32xf32>
   %c = tsr.int_mm %a, %b : (tensor<32x64xui8>, tensor<64x16xi8>) -> tensor<32x16xi32>
   %y = tsr.scaled_int_mm %a, %b, %sa, %sb : (tensor<32x64xui8>, tensor<64x16xi8>, tensor<32xf32>, tensor<16xf32>) -> tensor<32x16xf32>
   func.return %c, %y : tensor<32x16xi32>, tensor<32x16xf32>
+}
+
+func.func @winograd(%a: tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, %wa: tensor<64x64x3x3xf32>, %b: tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, %wb: tensor<256x256x3x3xf32>, %c: tensor<1x256x7x7xf32, #tsr.layout<nhwc>>) -> (tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<1x256x7x7xf32, #tsr.layout<nhwc>>) {
+  %ya = tsr.conv %a, %wa {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, tensor<64x64x3x3xf32>) -> tensor<1x64x56x56xf32, #tsr.layout<nhwc>>
+  %yb = tsr.conv %b, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<1x256x14x14xf32, #tsr.layout<nhwc>>
+  %yc = tsr.conv %c, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x256x7x7xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<1x256x7x7xf32, #tsr.layout<nhwc>>
+  func.return %ya, %yb, %yc : tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<1x256x7x7xf32, #tsr.layout<nhwc>>
 }

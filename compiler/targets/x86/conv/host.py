@@ -21,27 +21,11 @@ from __future__ import annotations
 from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.sized import SizedConv
-from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
-from tessera.compiler.targets.x86.conv_choice import kernel_layout, split_impl
+from tessera.compiler.targets.x86.conv_choice import conv_spec, split_impl
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
-from tessera.dialects.tsr.shapes import ints, is_static
-
-
-def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
-    """The kernel spec of ``op`` (its epilogue: bias, residual, activation) on the
-    vector path ``isa``; of dynamic sizes, at batch 1 and the smallest input the
-    kernel and padding take (the spec whose sizes ``SizedConv`` sets per call)."""
-    x, w = op.input.type.get_shape(), op.weight.type.get_shape()
-    if not is_static(x):
-        smallest = (max(1, d * (k - 1) + 1 - 2 * p) for k, p, d in zip(w[2:], ints(op.padding), ints(op.dilation)))
-        x = (1, x[1], *smallest)
-    return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), ints(op.stride), ints(op.padding),
-                    ints(op.dilation), op.groups.value.data, bias=op.bias is not None,
-                    residual=op.residual_input is not None, activation=op.activation_name() or "none",
-                    isa=isa, input_layout=kernel_layout(op.input) or "channels_last",
-                    output_layout=kernel_layout(op.result) or "channels_last")
+from tessera.dialects.tsr.shapes import is_static
 
 
 def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:

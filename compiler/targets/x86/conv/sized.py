@@ -9,7 +9,7 @@ like every spec's kernel), behind the one program of the graph.
     Call(SizedConv(spec), (x, pw, b), (y,))
     // at 1x64x32x32: conv2d_avx512_n1_64to64_32x32_k3x3_p1x1_bias_silu, built once, then reused
 
-The kernel's spec is the conv's spec (``host.conv_spec``: at batch 1 and the
+The kernel's spec is the conv's spec (``conv_choice.conv_spec``: at batch 1 and the
 smallest input it takes) with the batch and the input's spatial sizes of the
 call; the output is allocated from them. The weight is packed once for every
 size (``packing.pack_key`` names no size).

@@ -10,18 +10,20 @@
 run, then trusted): the input transform writes ``V``, tessera's conv kernel
 computes the batched GEMM as a grouped 1x1 conv into ``M``, and the output
 transform writes ``y`` with the conv's epilogue (``winograd_spec``). ``V`` and
-``M`` are scratch buffers it keeps (a run that finds them in use allocates
-its own). The weight transform runs in float64 and is rounded once.
+``M`` are scratch buffers that every Winograd conv of a thread shares. The
+weight transform runs in float64 and is rounded once.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 
 import torch
 
 from tessera.compiler.build import cpu_kernel
+from tessera.compiler.codegen.kernel_family import KernelFamily
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.build import conv_target
 from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable
@@ -55,28 +57,42 @@ class WinogradPacker:
         return WinogradPacker, (self.ws,)
 
 
-def _load(family, ws: WinogradSpec, signature) -> Kernel:
-    name = signature(ws).name
+def _load(family: KernelFamily, ws: WinogradSpec) -> Kernel:
+    name = family.signature(ws).name
     return cpu_kernel(name, f"{name} {ws!r}", lambda: conv_target(ws.isa).cache_key(), lambda: family.artifact(ws))
 
 
-class WinogradConv:
-    """``conv(x, packed_w, [bias], [residual], out)`` by Winograd, launched like one kernel."""
+class _Scratch(threading.local):
+    """``V`` and ``M`` of the Winograd convs this thread runs, one pair of buffers grown
+    to the largest: a program runs its steps one after another, so its convs share them
+    (memory of the largest conv's transforms, not of every conv's)."""
 
-    serial = None
-    dynamic = False
-    empty = False
+    def __init__(self) -> None:
+        self.flat: list[torch.Tensor] = [torch.empty(0), torch.empty(0)]
+
+    def views(self, ws: WinogradSpec) -> tuple[torch.Tensor, torch.Tensor]:
+        c = ws.conv
+        out = []
+        for k, channels in enumerate((c.in_channels, c.out_channels)):
+            shape = ws.transformed_shape(channels)
+            if self.flat[k].numel() < math.prod(shape):
+                self.flat[k] = torch.empty(math.prod(shape))
+            out.append(self.flat[k].as_strided(shape, ws.transformed_strides(channels)))
+        return out[0], out[1]
+
+
+_SCRATCH = _Scratch()
+
+
+class WinogradConv:
+    """``conv(x, packed_w, [bias], [residual], out)`` by Winograd: the three kernels
+    behind one program step (``runtime.kernel.Launchable``)."""
 
     def __init__(self, spec: ConvSpec, m: int = 4):
         if not can_run_conv(spec.isa):
             raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r}")
         self.ws = ws = WinogradSpec(spec, m)
-        self.transform_in = _load(WINOGRAD_INPUT, ws, WINOGRAD_INPUT.signature)
-        self.gemm = load_conv(ws.gemm)
-        self.transform_out = _load(WINOGRAD_OUTPUT, ws, WINOGRAD_OUTPUT.signature)
-        self.signature = self.transform_out.signature
-        self._scratch: tuple[torch.Tensor, torch.Tensor] | None = None
-        self._lock = threading.Lock()
+        self.kernels = (_load(WINOGRAD_INPUT, ws), load_conv(ws.gemm), _load(WINOGRAD_OUTPUT, ws))
 
     @property
     def name(self) -> str:
@@ -88,37 +104,15 @@ class WinogradConv:
     def __reduce__(self) -> tuple:
         return WinogradConv, (self.ws.conv, self.ws.m)
 
-    def _new_scratch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        ws = self.ws
-        cin, cout = ws.conv.in_channels, ws.conv.out_channels
-        return (torch.empty_strided(ws.transformed_shape(cin), ws.transformed_strides(cin)),
-                torch.empty_strided(ws.transformed_shape(cout), ws.transformed_strides(cout)))
+    def _steps(self, tensors: Sequence[torch.Tensor]) -> zip:
+        x, w, *rest = tensors
+        v, m = _SCRATCH.views(self.ws)
+        return zip(self.kernels, ((x, v), (v, w, m), (m, *rest)), strict=True)
 
     def __call__(self, *tensors: torch.Tensor) -> None:
-        self._run(tensors, checked=True)
-
-    def launch(self, *tensors: torch.Tensor) -> None:
-        self._run(tensors, checked=True)
+        for kernel, args in self._steps(tensors):
+            kernel(*args)
 
     def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
-        self._run(tensors, checked=False)
-
-    def _run(self, tensors: Sequence[torch.Tensor], checked: bool) -> None:
-        x, w, *rest = tensors
-        mine = self._lock.acquire(blocking=False)  # a concurrent run gets scratch of its own
-        try:
-            if not mine:
-                v, m = self._new_scratch()
-            else:
-                if self._scratch is None:
-                    self._scratch = self._new_scratch()
-                v, m = self._scratch
-            steps = ((self.transform_in, (x, v)), (self.gemm, (v, w, m)), (self.transform_out, (m, *rest)))
-            for kernel, args in steps:
-                if checked:
-                    kernel.launch(*args)
-                else:
-                    kernel.launch_trusted(args)
-        finally:
-            if mine:
-                self._lock.release()
+        for kernel, args in self._steps(tensors):
+            kernel.launch_trusted(args)

@@ -25,7 +25,7 @@ from tessera.compiler.codegen.kernel_family import KernelFamily
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.targets.x86.conv.epilogue import clamp
 from tessera.compiler.targets.x86.conv.isa import check_features, get_conv_isa
-from tessera.compiler.targets.x86.conv.kernel import add_target_attributes
+from tessera.compiler.targets.x86.conv.kernel import add_target_attributes, buffer_names, buffer_specs
 from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, Matrix, WinogradSpec
 from tessera.runtime.signature import BufferSpec, KernelSignature
 
@@ -57,11 +57,6 @@ def sandwich(b: ir.IRBuilder, left: Matrix, d: Sequence[Sequence[ir.Value]]) -> 
     return [[combine(b, r, row) for r in left] for row in rows]
 
 
-def _names(ws: WinogradSpec) -> list[str]:
-    c = ws.conv
-    return ["m"] + (["bias"] if c.bias else []) + (["res"] if c.residual else []) + ["out"]
-
-
 def input_signature(ws: WinogradSpec) -> KernelSignature:
     c = ws.conv
     return KernelSignature(f"winograd{ws.m}_in_{c.kernel_name}", (c.batch, *ws.tiles_hw), (
@@ -71,14 +66,10 @@ def input_signature(ws: WinogradSpec) -> KernelSignature:
 
 
 def output_signature(ws: WinogradSpec) -> KernelSignature:
+    """``M``, then the conv kernel's own arguments after its weight: ``[bias]``, ``[res]``, ``out``."""
     c = ws.conv
-    bufs = [BufferSpec(ws.transformed_shape(c.out_channels), ws.transformed_strides(c.out_channels), "float32")]
-    if c.bias:
-        bufs.append(BufferSpec((c.out_channels,), (1,), "float32"))
-    if c.residual:
-        bufs.append(BufferSpec(c.output_shape(), c.output_strides(), "float32"))
-    bufs.append(BufferSpec(c.output_shape(), c.output_strides(), "float32", is_output=True))
-    return KernelSignature(f"winograd{ws.m}_out_{c.kernel_name}", (c.batch, *ws.tiles_hw), tuple(bufs))
+    m = BufferSpec(ws.transformed_shape(c.out_channels), ws.transformed_strides(c.out_channels), "float32")
+    return KernelSignature(f"winograd{ws.m}_out_{c.kernel_name}", (c.batch, *ws.tiles_hw), (m, *buffer_specs(c)[2:]))
 
 
 def _channel_vectors(b: ir.IRBuilder, channels: int, lanes: int,
@@ -187,7 +178,7 @@ def output_module(ws: WinogradSpec, target: LlvmTarget) -> ir.Module:
     _, _, at = TRANSFORMS[ws.m]
     lanes = get_conv_isa(c.isa).lanes
     module, fn, bufs = _kernel(output_signature(ws), target)
-    ptrs = dict(zip(_names(ws), bufs, strict=True))
+    ptrs = dict(zip(["m", *buffer_names(c)[2:]], bufs, strict=True))
     OH, OW = c.output_size
     sn, _, sh, sw = c.output_strides()
     a, m = ws.a, ws.m
