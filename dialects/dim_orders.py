@@ -44,22 +44,27 @@ def strides_for(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
 def perm_from_strides(shape: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
     """The dim order a dense strided tensor is stored in.
 
-    Size-1 dims carry no information; they are placed where the contiguous
-    order would put them relative to the others, so a contiguous tensor always
-    maps to the identity and a channels-last one to ``nhwc``/``ndhwc``.
+    Size-1 dims carry no information, nor do broadcast dims (stride 0, an
+    ``expand``): they are placed where the contiguous order would put them
+    relative to the others, so a contiguous tensor always maps to the identity,
+    a channels-last one to ``nhwc``/``ndhwc``, and an expanded one keeps its
+    innermost dim innermost (an ATen op given the tensor back, such as CUDA's
+    attention with a bias, may need its last dim contiguous)::
+
+        perm_from_strides((2, 3, 8, 8), (8, 0, 0, 1)) == (0, 1, 2, 3)
     """
     rank = len(shape)
-    big = [d for d in range(rank) if shape[d] != 1]
+    big = [d for d in range(rank) if shape[d] != 1 and strides[d] != 0]
     ordered = sorted(big, key=lambda d: (-strides[d], d))
     # Prefer the well-known orders when they explain the strides equally well.
     for cand in (identity(rank), channels_last(rank)):
-        if [d for d in cand if shape[d] != 1] == ordered:
+        if [d for d in cand if d in big] == ordered:
             return cand
     result: list[int] = []
     it = iter(ordered)
     nxt = next(it, None)
     for d in range(rank):
-        if shape[d] == 1:
+        if d not in big:
             result.append(d)
         else:
             result.append(nxt)  # type: ignore[arg-type]

@@ -49,7 +49,7 @@ def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
     from torch.fx.experimental.symbolic_shapes import statically_known_true as known
 
     order = perm_from_strides([hint(n) for n in val.shape], [hint(s) for s in strides])
-    big = [d for d in order if not known(val.shape[d] == 1)]
+    big = [d for d in order if not known(val.shape[d] == 1) and not known(strides[d] == 0)]
 
     def outer(a: int, b: int) -> bool:  # dim a is outside dim b at every size
         return (known(strides[a] > strides[b]) or (a < b and known(strides[a] == strides[b]))

@@ -58,6 +58,17 @@ def test_perm_from_strides_exact_without_unit_dims(sp):
     assert perm_from_strides(shape, strides_for(shape, perm)) == perm
 
 
+@pytest.mark.parametrize("shape, strides, perm", [
+    ((2, 3, 8, 8), (8, 0, 0, 1), (0, 1, 2, 3)),    # a mask expanded over heads and rows
+    ((2, 3, 8, 8), (0, 0, 1, 8), (0, 1, 3, 2)),    # a transposed one
+    ((2, 3, 4, 4), (48, 1, 0, 12), (0, 2, 3, 1)),  # channels-last, broadcast along H
+])
+def test_perm_from_strides_places_broadcast_dims_like_unit_dims(shape, strides, perm):
+    """A broadcast dim (stride 0) says nothing of the order: the others keep
+    theirs, and the innermost one of an expanded row stays innermost."""
+    assert perm_from_strides(shape, strides) == perm
+
+
 @SETTINGS
 @given(shape_and_perm())
 def test_perm_from_strides_of_torch_tensors(sp):

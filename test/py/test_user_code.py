@@ -333,3 +333,29 @@ def test_split_chunk_and_unbind_compile_as_slices():
     with collect_reports() as reports:
         compiled_matches(f, torch.randn(2, 24, 8, 5))
     assert reports and all(r.compiled and not r.aten_ops for r in reports), [r.summary() for r in reports]
+
+
+# -- an ATen call's operand keeps its innermost dim innermost ---------------------------------
+_UNIT_STRIDE = torch.library.Library("tessera_test", "DEF")
+_UNIT_STRIDE.define("add_bias(Tensor x, Tensor bias) -> Tensor")
+
+
+def _add_bias(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    if bias.stride(-1) != 1:  # as CUDA's memory-efficient attention checks its bias
+        raise RuntimeError(f"bias: last dimension must be contiguous, strides {bias.stride()}")
+    return x + bias
+
+
+_UNIT_STRIDE.impl("add_bias", _add_bias, "CompositeExplicitAutograd")
+torch.library.register_fake("tessera_test::add_bias", lambda x, bias: torch.empty_like(x), lib=_UNIT_STRIDE)
+
+
+def test_expanded_operand_of_an_aten_call_keeps_its_last_dim_contiguous():
+    """A mask expanded over heads and rows (strides 0) and passed to an op tessera
+    keeps as an ATen call: the program materializes it with its last dim innermost
+    (it once put a broadcast dim there, and GPT-2 on CUDA crashed in attention)."""
+    def f(x, keep):
+        bias = (keep[:, None, None, :] * -1e4).expand(2, 3, 8, 8)
+        return torch.ops.tessera_test.add_bias(x, bias)
+
+    compiled_matches(f, torch.randn(2, 3, 8, 8), torch.rand(2, 8))
