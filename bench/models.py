@@ -5,11 +5,13 @@ weights read every call, as Inductor's default) and tessera with ``freezing``
 (prepared weights kept per version, as Inductor's freezing).
 
     .venv/bin/python bench/models.py [--models video_vae_block,vae2d_block] [--reps 10] [--threads 2]
-        [--modes "Inductor freezing,tessera freezing"] [--without fuse-conv-residuals]
+        [--modes "Inductor freezing,tessera freezing"] [--without fuse-conv-residuals] [--device cuda]
 
 For each model: first-call time (compile included), steady-state median after
 warm-up (modes interleaved round by round, in a new random order each round), the largest difference from eager,
 and the ratios against Inductor. Prints a Markdown table for ``BENCHMARKS.md``.
+``--device cuda`` runs every mode on the GPU in full float32 (no TF32), each call
+timed to the GPU's end.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from tessera.compiler.model_loader import load_example
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("video_vae_block", "vae2d_block", "resnet_block", "mobilenet_block", "mlp")
+DEVICE = "cpu"
+"""``--device``: where the models run."""
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
 
 
 def _first(out):
@@ -47,7 +56,7 @@ def modes(name: str, without: tuple[str, ...] = ()):
     ``without``: passes to measure, each adding a tessera mode with it disabled."""
     def eager():
         model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
-        return model, args
+        return model.to(DEVICE), tuple(a.to(DEVICE) for a in args)
 
     def eager_cl():
         model, args = eager()
@@ -101,6 +110,7 @@ def bench_model(name: str, reps: int, only: tuple[str, ...] = (), without: tuple
             fn, args = make()
             t0 = time.perf_counter()
             out = _first(fn(*args)).float()
+            _sync()
             first = time.perf_counter() - t0
             if ref is None:
                 ref = out
@@ -114,8 +124,10 @@ def bench_model(name: str, reps: int, only: tuple[str, ...] = (), without: tuple
         for _ in range(reps):
             order.shuffle(pairs)  # a new order each round: no mode always runs after the same one
             for row, (mode, fn, args) in pairs:
+                _sync()
                 t0 = time.perf_counter()
                 fn(*args)
+                _sync()
                 row["ms"].append((time.perf_counter() - t0) * 1e3)
     for row in rows:
         row["median_ms"] = statistics.median(row["ms"])
@@ -130,11 +142,16 @@ def main() -> None:
     ap.add_argument("--modes", default="", help="comma-separated modes to time (default: all; eager always runs)")
     ap.add_argument("--without", default="",
                     help="comma-separated passes (or conv-kernels: every conv on oneDNN): a tessera mode with each disabled")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = a.device
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     only = tuple(m for m in a.modes.split(",") if m)
     without = tuple(p for p in a.without.split(",") if p)
     torch.set_num_threads(a.threads)
-    print(f"torch {torch.__version__}, {a.threads} threads")
+    where = torch.cuda.get_device_name() if DEVICE == "cuda" else f"{a.threads} threads"
+    print(f"torch {torch.__version__}, {where}")
     table = ["| model | mode | first call (s) | median (ms) | vs Inductor | vs Inductor freezing | max abs diff vs eager |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for name in a.models.split(","):

@@ -5,6 +5,7 @@ OpenVINO and tessera (with and without freezing), medians of interleaved
 rounds in one process, with the ratio of the best peer's time to tessera's.
 
     .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time] [--size 224]
+                                  [--device cuda] [--modes eager,tessera]
 
 OpenVINO runs the model as its ``torch.compile`` backend cannot on torch 2.13:
 ``openvino.convert_model(model, example_input=...)``, then
@@ -13,6 +14,8 @@ down-conversion) and the same thread count; its column says ``n/a`` where
 ``openvino`` is not installed or cannot convert the model.
 
 ``--size`` sets the height and width of an image model's input (a classifier at 224²).
+``--device cuda`` runs every mode on the GPU (tessera's PTX kernels; no OpenVINO column), in
+full float32 (no TF32), each call timed to the GPU's end.
 
 Prints a Markdown table for ``BENCHMARKS.md``. Record the machine with it
 (``/proc/cpuinfo``): compare figures only within one run.
@@ -51,6 +54,8 @@ THREADS = 1
 
 def _openvino(model, inputs):
     """The model converted and compiled by OpenVINO for this CPU (f32), or None."""
+    if DEVICE != "cpu":
+        return None
     try:
         import openvino as ov
     except ImportError:
@@ -84,6 +89,13 @@ PEERS = ("eager", "Inductor", "Inductor freezing", "OpenVINO")
 
 SIZE: int | None = None
 """``--size``: the spatial size of 4-D image inputs (None: the zoo's)."""
+DEVICE = "cpu"
+"""``--device``: where the models run."""
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
 
 
 def build(name: str):
@@ -92,7 +104,7 @@ def build(name: str):
     if SIZE is not None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() == 4:
         x = inputs[0]
         inputs = (torch.randn(*x.shape[:2], SIZE, SIZE, generator=torch.Generator().manual_seed(0)), *inputs[1:])
-    return model, inputs
+    return model.to(DEVICE), tuple(x.to(DEVICE) for x in inputs)
 
 
 def status(name: str) -> dict:
@@ -141,8 +153,10 @@ def timings(name: str, reps: int) -> dict[str, float]:
             rng.shuffle(order)
             for mode in order:
                 fn, inputs = fns[mode]
+                _sync()
                 t0 = time.perf_counter()
                 fn(*inputs)
+                _sync()
                 times[mode].append((time.perf_counter() - t0) * 1e3)
     return {m: statistics.median(t) for m, t in times.items()}
 
@@ -154,18 +168,23 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-time", action="store_true", help="status and correctness only")
     ap.add_argument("--size", type=int, default=None, help="height and width of image inputs")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--modes", default=",".join(MODES), help="the columns to time (tessera freezing always)")
     a = ap.parse_args()
-    global SIZE
-    SIZE = a.size
+    global SIZE, DEVICE
+    SIZE, DEVICE = a.size, a.device
+    for mode in set(MODES) - set(a.modes.split(",")) - {"tessera freezing"}:
+        del MODES[mode]
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_num_threads(a.threads)
     global THREADS
     THREADS = a.threads
     logging.getLogger("tessera").setLevel(logging.ERROR)
-    print(f"torch {torch.__version__}, {a.threads} threads")
+    where = torch.cuda.get_device_name() if DEVICE == "cuda" else f"{a.threads} threads"
+    print(f"torch {torch.__version__}, {where}")
     head = "| model | graphs | fallbacks | through ATen | max rel. error |"
     if not a.no_time:
-        head += (" eager ms | Inductor ms | Ind. freezing ms | OpenVINO ms | tessera ms | tessera freezing ms |"
-                 " best peer / tessera freezing |")
+        head += "".join(f" {m} ms |" for m in MODES) + " best peer / tessera freezing |"
     table = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name in a.models.split(","):
         s = status(name)
@@ -173,9 +192,13 @@ def main() -> None:
                 f"{', '.join(s['aten']) or 'nothing'} | {s['error']:.1e} |")
         if not a.no_time:
             t = timings(name, a.reps)
-            best = min(PEERS, key=lambda m, t=t: t.get(m, float("inf")))
-            line += (" " + " | ".join(f"{t[m]:.2f}" if m in t else "n/a" for m in MODES) +
-                     f" | {t[best] / t['tessera freezing']:.2f}x ({best}) |")
+            line += " " + " | ".join(f"{t[m]:.2f}" if m in t else "n/a" for m in MODES) + " |"
+            ran = [m for m in PEERS if m in t]
+            if ran and "tessera freezing" in t:
+                best = min(ran, key=t.__getitem__)
+                line += f" {t[best] / t['tessera freezing']:.2f}x ({best}) |"
+            else:
+                line += " n/a |"
         table.append(line)
         print(line, flush=True)
     print("\n".join(table))

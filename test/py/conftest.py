@@ -256,6 +256,28 @@ def record_launches(monkeypatch) -> list[str]:
 
 
 # -- the OpInfo tally (test_op_db.py) ---------------------------------------------------------
+
+# -- on a CUDA GPU ----------------------------------------------------------------------------------
+def _cuda_reason() -> str | None:
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    from tessera.runtime.cuda import unavailable_reason
+
+    return unavailable_reason()
+
+
+needs_gpu = pytest.mark.skipif(_cuda_reason() is not None, reason="needs a CUDA GPU and cuda-bindings")
+
+
+@pytest.fixture
+def full_fp32():
+    """cuDNN convolutions and cuBLAS GEMMs in full float32 (torch allows TF32 for cuDNN by default)."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def pytest_terminal_summary(terminalreporter):
     """How the op_db samples of this run went: compiled, compiled with some ops
     through ATen, fallbacks (with their most common reasons), failures."""

@@ -22,7 +22,7 @@ import re
 import llvmlite.binding as llvm
 import pytest
 import torch
-from conftest import EXAMPLE_NAMES, assert_close, example, outputs_list, placeholder_inputs
+from conftest import EXAMPLE_NAMES, assert_close, example, needs_gpu, outputs_list, placeholder_inputs
 
 from tessera.compiler.capture import capture
 from tessera.compiler.codegen import kernel_signatures, llvm_ir
@@ -44,14 +44,6 @@ from tessera.runtime.options import RuntimeOptions
 needs_ptxas = pytest.mark.skipif(ptxas_path() is None, reason="ptxas is not installed")
 
 
-def _gpu_reason() -> str | None:
-    from tessera.runtime.cuda import unavailable_reason
-
-    return unavailable_reason()
-
-
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available() or _gpu_reason() is not None,
-                               reason="needs a CUDA GPU and cuda-bindings")
 SMS = ("sm_80", "sm_90")
 
 
@@ -356,14 +348,6 @@ def test_dump_writes_every_ptx_stage(tmp_path):
 # to: torch allows TF32 for cuDNN convolutions by default). tessera's own kernels are checked exactly
 # by the emulation above; on the GPU an output is checked against a float64 CPU reference, allowed
 # twice the error that eager itself makes on this GPU (plus a float32 rounding's worth).
-@pytest.fixture
-def full_fp32():
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-
-
 def assert_close_as_eager(got: torch.Tensor, eager: torch.Tensor, ref64: torch.Tensor, what: str) -> None:
     """``got`` (on the GPU) is as close to the float64 reference as ``eager`` (on the GPU) is, within 2×."""
     assert got.is_cuda and got.shape == ref64.shape and got.dtype == eager.dtype, what

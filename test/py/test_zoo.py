@@ -14,6 +14,7 @@ import torch
 
 from tessera.compiler.report import collect_reports
 
+from conftest import needs_gpu
 from zoo_models import MODELS
 
 STRICT = {"strict": True}
@@ -118,5 +119,25 @@ def test_training_step_matches_eager(zoo):
         if b.is_floating_point():
             _close(b, c, zoo.tolerance, f"{zoo.name} buffer {name}")
     assert {r.kind for r in reports} == {"forward", "backward"}
+    _check_compiled(zoo.name, reports)
+    _print_aten(zoo.name, reports)
+
+
+@needs_gpu
+@pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name, marks=[pytest.mark.slow] if m.slow else [])
+                                 for m in MODELS])
+def test_inference_on_cuda_matches_eager(zoo, full_fp32):
+    """On a CUDA GPU (never in CI: it has none): tessera's PTX kernels and the library calls of
+    the program against eager's CUDA run, in full float32."""
+    pytest.importorskip(zoo.library)
+    model, inputs = zoo.build()
+    model, inputs = model.cuda(), tuple(x.cuda() for x in inputs)
+    with torch.no_grad(), collect_reports() as reports:
+        expected = model(*inputs)
+        compiled = torch.compile(model, backend="tessera", options=_options(zoo.name))
+        for call in range(2):
+            got = compiled(*inputs)
+            assert got.is_cuda, f"{zoo.name}: the result left the GPU"
+            _close(got, expected, zoo.tolerance, f"{zoo.name} on CUDA, call {call}")
     _check_compiled(zoo.name, reports)
     _print_aten(zoo.name, reports)
