@@ -623,23 +623,6 @@ def _full(imp, node, *args, **kw):
     return emit1(imp, node, tsr.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [fill])))
 
 
-# -- pooling -------------------------------------------------------------------------
-@converts(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
-def _max_pool(imp, node, x, *args, **kwargs):
-    """A max pool whose indices nothing reads (inference) as ATen's ``max_pool2d``/``3d``,
-    one result that ``hoist-relayouts`` may move to channels-last (ATen's pools run
-    ~10x faster there than on NCHW). Indices that backward reads keep the call whole.
-
-        %v, %i = aten.max_pool2d_with_indices(%x, [3, 3], [2, 2])   // %i unused
-        // becomes
-        %v = tsr.aten_call "aten.max_pool2d.default"(%x) {args = [#tsr.operand<0>, [3, 3], [2, 2]]}
-    """
-    if any(u.target is not getitem or u.args[1] != 0 for u in node.users):
-        raise NotConvertible("the indices are read")
-    pool = aten.max_pool2d.default if node.target is aten.max_pool2d_with_indices.default else aten.max_pool3d.default
-    return [imp.aten_call(node, pool, (x, *args), dict(kwargs), node.meta["val"][0]), None]
-
-
 # -- normalization -------------------------------------------------------------------
 @converts(aten._native_batch_norm_legit_no_training.default)
 def _batch_norm(imp, node, x, weight, bias, mean, var, momentum, eps):

@@ -41,6 +41,7 @@ from tessera.dialects.tsr.layout import LayoutAttr
 
 from .. import aten_args
 from ..errors import ImportFailure
+from . import pooling  # noqa: F401 - registers the pooling converters
 from .converters import CONVERTERS, NotConvertible
 from .types import tensor_type, value_type
 

@@ -1,0 +1,176 @@
+"""Pooling as ``tsr`` ops: a window's max (or sum) is the elementwise max (or sum)
+of strided slices of the padded input, one slice per window offset, which
+``fuse-kernels`` makes one kernel that reads each window where it lies (the
+way Inductor lowers pooling). The pool then fuses with its producer (a conv's
+ReLU) and runs in whatever layout the passes choose, instead of an ATen call
+between two kernels.
+
+    %v, %i = aten.max_pool2d_with_indices(%x, [3, 3], [2, 2], [1, 1])   // %i unused
+    // becomes
+    %p  = tsr.pad %x, %ninf {low = array<i64: 0, 0, 1, 1>, high = array<i64: 0, 0, 1, 1>}
+    %h0 = tsr.slice %p {dim = 2 : i64, start = 0 : i64, end = 111 : i64, step = 2 : i64}
+    %w0 = tsr.slice %h0 {dim = 3 : i64, start = 0 : i64, end = 111 : i64, step = 2 : i64}
+    ...                                              // the 9 offsets (0..2, 0..2)
+    %v  = tsr.maximum %m7, %w8
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from operator import getitem
+from typing import TYPE_CHECKING
+
+import torch
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.ir import SSAValue
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import layout_of
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array
+
+from .converters import NotConvertible, _slice_op, converts, emit1
+from .types import tensor_type
+
+if TYPE_CHECKING:
+    from .importer import FxImporter
+
+aten = torch.ops.aten
+
+MAX_WINDOW = 64
+"""Windows of more elements stay ATen's call (one slice each would make a long kernel)."""
+
+
+def _per_dim(value, nd: int, default=None) -> list[int]:
+    """ATen's int-or-list pooling argument, one entry per spatial dim (``[]``: ``default``)."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        value = default
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    return values * nd if len(values) == 1 else values
+
+
+def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, fill: float | int) -> list[SSAValue]:
+    """``x`` padded with ``fill``, then one strided slice per offset of the window,
+    each of the pool's output shape (``node``'s value, its first if a tuple)."""
+    val = node.meta["val"]
+    out_shape = list((val[0] if isinstance(val, (tuple, list)) else val).shape)
+    in_shape = list(node.args[0].meta["val"].shape)
+    rank, nd = len(in_shape), len(kernel)
+    spatial = range(rank - nd, rank)
+    if any(not isinstance(in_shape[d], int) or not isinstance(out_shape[d], int) for d in spatial):
+        raise NotConvertible("a pool over symbolic sizes")
+    if not 1 < math.prod(kernel) <= MAX_WINDOW:
+        raise NotConvertible(f"a window of {math.prod(kernel)} elements")
+    source = imp.operand(x)
+    elem, perm = source.type.get_element_type(), tsr.LayoutAttr(layout_of(source.type))
+    low, high = [0] * rank, [0] * rank
+    for i, d in enumerate(spatial):
+        low[d] = padding[i]
+        reach = (out_shape[d] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1  # of the padded input
+        high[d] = max(0, reach - in_shape[d] - padding[i])
+    padded_shape = [n + lo + hi if isinstance(n, int) else DYNAMIC for n, lo, hi in zip(in_shape, low, high)]
+    padded = source
+    if any(low) or any(high):
+        pad = tsr.PadOp.create(operands=[source, imp.scalar(fill)],
+                               result_types=[TensorType(elem, padded_shape, perm)],
+                               properties={"low": i64_array(low), "high": i64_array(high)})
+        padded = emit1(imp, node, pad)
+    slices = []
+    for offsets in _offsets(kernel):
+        value, shape = padded, list(padded_shape)
+        for i, d in enumerate(spatial):
+            start = offsets[i] * dilation[i]
+            shape[d] = out_shape[d]
+            value = _slice_op(imp, node, value, d, start, start + (out_shape[d] - 1) * stride[i] + 1, stride[i],
+                              TensorType(elem, shape, perm))
+        slices.append(value)
+    return slices
+
+
+def _offsets(kernel: list[int]) -> list[tuple[int, ...]]:
+    offsets: list[tuple[int, ...]] = [()]
+    for k in kernel:
+        offsets = [o + (j,) for o in offsets for j in range(k)]
+    return offsets
+
+
+def _combine(imp: FxImporter, node, cls, values: list[SSAValue], result: TensorType) -> SSAValue:
+    """``cls`` (``tsr.maximum``, ``tsr.add``) over ``values``, the last op typed ``result``."""
+    acc = values[0]
+    for i, v in enumerate(values[1:], start=2):
+        t = result if i == len(values) else TensorType(result.get_element_type(), result.get_shape(),
+                                                       tsr.LayoutAttr(layout_of(v.type)))
+        acc = emit1(imp, node, cls.create(operands=[acc, v], result_types=[t]))
+    return acc
+
+
+@converts(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool(imp, node, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """A max pool whose indices nothing reads (inference): the max of its window
+    slices, the input padded with -inf (NaN stays NaN: ``tsr.maximum`` propagates
+    it, as ATen's pool does). Indices that backward reads keep the call whole; a
+    pool over symbolic sizes, or of a large window, is ATen's ``max_pool2d``/``3d``
+    (values only), which ``hoist-relayouts`` may move to channels-last."""
+    if any(u.target is not getitem or u.args[1] != 0 for u in node.users):
+        raise NotConvertible("the indices are read")
+    nd = 2 if node.target is aten.max_pool2d_with_indices.default else 3
+    kernel = _per_dim(kernel_size, nd)
+    dtype = node.args[0].meta["val"].dtype
+    fill = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+    try:
+        slices = window_slices(imp, node, x, kernel, _per_dim(stride, nd, kernel), _per_dim(padding, nd),
+                               _per_dim(dilation, nd), fill)
+    except NotConvertible:
+        pool = aten.max_pool2d.default if nd == 2 else aten.max_pool3d.default
+        args = (x, kernel_size, stride, padding, dilation, ceil_mode)
+        return [imp.aten_call(node, pool, args, {}, node.meta["val"][0]), None]
+    return [_combine(imp, node, tsr.MaximumOp, slices, tensor_type(node.meta["val"][0])), None]
+
+
+def _divisor_counts(n: int, out: int, k: int, s: int, p: int, count_include_pad: bool) -> list[int]:
+    """ATen's divisor of each output index along one dim (``AvgPoolKernel.cpp``): the window
+    clipped to the padded input, or to the input itself without ``count_include_pad``."""
+    counts = []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, n + p)
+        counts.append(end - start if count_include_pad else min(end, n) - max(start, 0))
+    return counts
+
+
+@converts(aten.avg_pool2d.default, aten.avg_pool3d.default)
+def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+              divisor_override=None):
+    """An average pool of f32/f64: the sum of its window slices (the input padded
+    with 0, summed in ATen's order) divided by ATen's divisor, a number, or per
+    output position a constant where windows at the border count fewer elements.
+
+        %v = aten.avg_pool2d(%x, [2, 2], [2, 2], [0, 0], True, False)   (x: 1x8x5x5)
+        // becomes
+        %s = tsr.add ... (the 4 window slices of %x padded by 1 at the end)
+        %v = tsr.div %s, %n : (tensor<1x8x3x3xf32>, tensor<3x3xf32>)     // n: 4 2 / 4 2 / 2 1
+    """
+    val = node.meta["val"]
+    if val.dtype not in (torch.float32, torch.float64):
+        raise NotConvertible("an average pool in a reduced precision (ATen sums in f32)")
+    nd = 2 if node.target is aten.avg_pool2d.default else 3
+    kernel, padding = _per_dim(kernel_size, nd), _per_dim(padding, nd)
+    stride = _per_dim(stride, nd, kernel)
+    slices = window_slices(imp, node, x, kernel, stride, padding, [1] * nd, 0.0)
+    total = _combine(imp, node, tsr.AddOp, slices, TensorType(slices[0].type.get_element_type(),
+                                                              slices[0].type.get_shape(),
+                                                              tsr.LayoutAttr(layout_of(slices[0].type))))
+    result = tensor_type(val)
+    if divisor_override:
+        return emit1(imp, node, tsr.DivOp.create(operands=[total, imp.scalar(float(divisor_override))],
+                                                 result_types=[result]))
+    in_shape, out_shape = node.args[0].meta["val"].shape[-nd:], val.shape[-nd:]
+    per_dim = [_divisor_counts(n, o, k, s, p, count_include_pad)
+               for n, o, k, s, p in zip(in_shape, out_shape, kernel, stride, padding)]
+    counts = [math.prod(c) for c in itertools.product(*per_dim)]
+    if len(set(counts)) == 1:
+        divisor = imp.scalar(float(counts[0]))
+    else:
+        ctype = TensorType(result.get_element_type(), list(out_shape), tsr.LayoutAttr(tuple(range(nd))))
+        divisor = imp.emit(tsr.ConstantOp(DenseIntOrFPElementsAttr.from_list(ctype, [float(c) for c in counts]))).results[0]
+    return emit1(imp, node, tsr.DivOp.create(operands=[total, divisor], result_types=[result]))

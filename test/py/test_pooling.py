@@ -1,0 +1,104 @@
+"""Pooling compiled as window slices (``compiler/fx_import/pooling.py``): max and
+average pools of every argument ATen takes match eager bit for bit (the sums run
+in ATen's order, divided by ATen's divisor), NaN included, with nothing left to
+ATen; what has no such form (reduced-precision averages, symbolic sizes, indices
+that backward reads) stays ATen's call and still gives eager's answer."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tessera.compiler.report import collect_reports
+
+POOL_ARGS = [(k, s, p, ceil) for k, s, p, ceil in itertools.product((2, 3), (1, 2, 3), (0, 1), (False, True))
+             if p <= k // 2]
+
+
+def _compiled(fn, x, **options):
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        got = torch.compile(fn, backend="tessera", options={"strict": True, **options})(x)
+    return got, sorted({k for r in reports for k in r.aten_ops})
+
+
+def _exact(got: torch.Tensor, want: torch.Tensor) -> None:
+    assert type(got) is torch.Tensor and got.shape == want.shape and got.dtype == want.dtype
+    assert torch.equal(got.isnan(), want.isnan())
+    assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(want)), (got - want).abs().max()
+
+
+def _input(shape, dtype=torch.float32) -> torch.Tensor:
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0)).to(dtype)
+    x.view(-1)[5] = float("nan")  # NaN stays NaN through the window
+    return x
+
+
+@pytest.mark.parametrize("k, s, p, ceil", POOL_ARGS)
+def test_max_pool_2d_exact(k, s, p, ceil):
+    fn = lambda x: F.max_pool2d(x, k, s, p, 1, ceil)  # noqa: E731
+    x = _input((2, 3, 9, 10))
+    got, aten = _compiled(fn, x)
+    assert aten == []
+    _exact(got, fn(x))
+
+
+@pytest.mark.parametrize("k, s, p, ceil", POOL_ARGS)
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool_2d_exact(k, s, p, ceil, count_include_pad):
+    fn = lambda x: F.avg_pool2d(x, k, s, p, ceil, count_include_pad)  # noqa: E731
+    x = _input((2, 3, 9, 10))
+    got, aten = _compiled(fn, x)
+    assert aten == []
+    _exact(got, fn(x))
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True), (1, 4, 11, 12)),
+    (lambda x: F.max_pool2d(x, (2, 3), (1, 2), (1, 0)), (1, 4, 8, 9)),
+    (lambda x: F.max_pool3d(x, 3, 2, 1, ceil_mode=True), (1, 4, 7, 9, 8)),
+    (lambda x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), (1, 4, 7, 9, 8)),
+    (lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=5), (1, 4, 7, 9)),
+    (lambda x: F.max_pool2d(x.contiguous(memory_format=torch.channels_last), 3, 2, 1), (1, 8, 9, 9)),
+    (lambda x: F.avg_pool2d(x.double(), 2), (1, 4, 7, 9)),
+], ids=["dilated", "rectangular", "max3d", "avg3d", "divisor_override", "channels_last", "float64"])
+def test_pool_variants_exact(fn, shape):
+    x = _input(shape)
+    got, aten = _compiled(fn, x)
+    assert aten == []
+    _exact(got, fn(x))
+
+
+def test_half_max_pool_compiles_and_half_average_stays_aten():
+    """A max is exact in any dtype; ATen sums a half average in f32, so it stays ATen's."""
+    x = _input((1, 4, 8, 8), torch.float16)
+    got, aten = _compiled(lambda x: F.max_pool2d(x, 2), x)
+    assert aten == []
+    _exact(got, F.max_pool2d(x, 2))
+    got, aten = _compiled(lambda x: F.avg_pool2d(x, 2), x)
+    assert aten == ["aten.avg_pool2d.default (no tsr form)"]
+    _exact(got, F.avg_pool2d(x, 2))
+
+
+def test_pool_over_dynamic_sizes_stays_aten_and_matches():
+    """Over symbolic sizes a max pool is ATen's ``max_pool2d`` (values only)."""
+    fn = lambda x: F.max_pool2d(torch.relu(x), 3, 2, 1)  # noqa: E731
+    compiled = torch.compile(fn, backend="tessera", dynamic=True, options={"strict": True})
+    with torch.no_grad(), collect_reports() as reports:
+        for size in (9, 12):
+            x = _input((1, 4, size, size))
+            _exact(compiled(x), fn(x))
+    assert any("max_pool2d.default" in k for r in reports for k in r.aten_ops), [r.summary() for r in reports]
+
+
+def test_pool_fuses_with_the_relu_before_it():
+    """The ReLU and the pool's window become one kernel: no ATen call between them."""
+    fn = lambda x: F.max_pool2d(torch.relu(x), 3, 2, 1)  # noqa: E731
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        torch.compile(fn, backend="tessera", options={"strict": True})(_input((1, 8, 16, 16)))
+    (report,) = reports
+    assert report.kernels == 1 and not report.aten_ops, report.summary()
