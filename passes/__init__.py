@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 def _passes() -> dict[str, type[ModulePass]]:
+    from .addmm_as_conv import AddmmAsConv
     from .assign_layouts import AssignLayouts
     from .cancel_relayouts import CancelRelayouts
     from .cast_constants import CastConstants
@@ -32,7 +33,7 @@ def _passes() -> dict[str, type[ModulePass]]:
     from .select_impl import SelectImpl
 
     return {
-        p.name: p for p in (Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts,
+        p.name: p for p in (AddmmAsConv, Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts,
                             HoistRelayouts, CancelRelayouts, FuseRelayouts, FoldRelayoutsIntoConvs, FuseConvResiduals,
                             FuseConvEpilogues, FuseIntMmEpilogues, SelectImpl, FuseKernels)
     }

@@ -20,7 +20,7 @@ class X86(CpuTarget):
     """8 x 8 tiles, one ymm per row on AVX2 and AVX-512 alike; 16 x 16 tiles were
     1.1x faster only with warm caches in a C test of the ResNet block's relayout
     (BENCHMARKS.md), and not built."""
-    own_conv_kernel_passes = ("fold-relayouts-into-convs", "fuse-conv-residuals")
+    own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
         from .conv_choice import kernel_isa

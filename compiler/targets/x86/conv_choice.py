@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tessera.passes.target_models import ConvShape, weight_bound
 
-from .conv.errors import ConvIsaUnavailable
+from .conv.errors import ConvIsaUnavailable, InvalidConvSpec
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv.spec import ConvSpec
 from .conv.winograd_spec import WinogradSpec, winograd_fits
@@ -93,9 +93,13 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     4x4 output tiles (``conv_kernel_model.prefers_winograd``)."""
     from tessera.dialects.tsr.shapes import is_static
 
-    if not freezing or not is_static(op.input.type.get_shape()):
+    if (not freezing or not is_static(op.input.type.get_shape()) or op.groups.value.data != 1
+            or kernel_layout(op.input) != "channels_last" or kernel_layout(op.result) != "channels_last"):
+        return None  # (a depthwise conv of NCHW layouts has no kernel spec at all)
+    try:
+        spec = conv_spec(op, isa)
+    except InvalidConvSpec:
         return None
-    spec = conv_spec(op, isa)
     return prefers_winograd(ConvShape.of(op), WinogradSpec(spec, 4).tiles) if winograd_fits(spec) else None
 
 

@@ -1,0 +1,106 @@
+"""``addmm-as-conv``: a linear layer of many rows becomes a 1x1 convolution on the
+target's own conv kernel, its rows the conv's pixels, where that kernel computes
+the conv (the target's ``own_conv_kernel`` model). The views around the conv
+move no data: the rows are a channels-last ``1 x K x 1 x M`` image, the output
+one of ``N`` channels, the weight ``w`` itself.
+
+    %y = tsr.addmm %b, %x, %wt : (tensor<384xf32, #tsr.layout<[0]>>, tensor<3136x96xf32, #tsr.layout<[0, 1]>>,
+                                  tensor<96x384xf32, #tsr.layout<[1, 0]>>) -> tensor<3136x384xf32, #tsr.layout<[0, 1]>>
+    // becomes
+    %x4 = tsr.reshape %x : (...) -> tensor<1x1x3136x96xf32, #tsr.layout<nchw>>
+    %xc = tsr.permute %x4 {dims = array<i64: 0, 3, 1, 2>} : (...) -> tensor<1x96x1x3136xf32, #tsr.layout<nhwc>>
+    %w2 = tsr.permute %wt {dims = array<i64: 1, 0>} : (...) -> tensor<384x96xf32, #tsr.layout<[0, 1]>>
+    %w4 = tsr.reshape %w2 : (...) -> tensor<384x96x1x1xf32, #tsr.layout<nchw>>
+    %yc = tsr.conv %xc, %w4, %b {...} : (...) -> tensor<1x384x1x3136xf32, #tsr.layout<nhwc>>
+    %y4 = tsr.permute %yc {dims = array<i64: 0, 2, 3, 1>} : (...) -> tensor<1x1x3136x384xf32, #tsr.layout<nchw>>
+    %y = tsr.reshape %y4 : (...) -> tensor<3136x384xf32, #tsr.layout<[0, 1]>>
+
+Why: on x86 tessera's kernel runs a 1x1 conv at the FMA peak, while torch's
+sgemm (MKL) takes an AVX2 path on AMD CPUs: a ConvNeXt linear of 3136x96x384
+ran 0.93 ms against MKL's 2.17 (``BENCHMARKS.md``, session 17). Rows fewer than
+:data:`MIN_ROWS` (a classifier's head, a decoded token) stay the library's
+GEMM: the weight's packing would cost as much as the product.
+
+Only an f32 addmm of static sizes whose rows are row-major, whose weight is a
+linear layer's (``w.t()``: stored ``[N, K]``) and whose bias is one full row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i64
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.layout import layout_of
+from tessera.dialects.tsr.shapes import i64_array, is_static
+
+from .target_models import KernelQuery
+from .target_pass import TargetPass, own_kernel_conv
+
+MIN_ROWS = 64
+"""The fewest rows (``M``) that make an addmm a conv."""
+
+_NCHW, _NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
+_CONV_PROPS = {"stride": i64_array([1, 1]), "padding": i64_array([0, 0]), "dilation": i64_array([1, 1]),
+               "groups": IntegerAttr(1, i64)}
+
+
+def _typed(shape: list[int], perm: tuple[int, ...]) -> TensorType:
+    return TensorType(f32, shape, tsr.LayoutAttr(perm))
+
+
+def _takes(op: tsr.AddmmOp) -> bool:
+    types = [op.bias.type, op.lhs.type, op.rhs.type, op.result.type]
+    if not all(isinstance(t, TensorType) and t.get_element_type() == f32 and is_static(t.get_shape()) for t in types):
+        return False
+    (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
+    return (m >= MIN_ROWS and k > 0 and n > 0 and tuple(op.bias.type.get_shape()) == (n,)
+            and layout_of(op.lhs.type) == (0, 1) and layout_of(op.result.type) == (0, 1)
+            and layout_of(op.rhs.type) == (1, 0))
+
+
+@dataclass(frozen=True)
+class _AddmmAsConv(RewritePattern):
+    query: KernelQuery
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tsr.AddmmOp, rewriter: PatternRewriter) -> None:
+        if not _takes(op):
+            return
+        (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
+        new = []
+
+        def add(o) -> SSAValue:
+            new.append(o)
+            return o.results[0]
+
+        x4 = add(tsr.ReshapeOp.create(operands=[op.lhs], result_types=[_typed([1, 1, m, k], _NCHW)]))
+        xc = add(_permute(x4, (0, 3, 1, 2), _typed([1, k, 1, m], _NHWC)))
+        w2 = add(_permute(op.rhs, (1, 0), _typed([n, k], (0, 1))))
+        w4 = add(tsr.ReshapeOp.create(operands=[w2], result_types=[_typed([n, k, 1, 1], _NCHW)]))
+        conv = own_kernel_conv(self.query, xc, w4, op.bias, None, _typed([1, n, 1, m], _NHWC), dict(_CONV_PROPS))
+        if conv is None:
+            for o in reversed(new):
+                o.drop_all_references()
+            return
+        y4 = _permute(conv.result, (0, 2, 3, 1), _typed([1, 1, m, n], _NCHW))
+        y = tsr.ReshapeOp.create(operands=[y4.results[0]], result_types=[op.result.type])
+        rewriter.replace(op, [*new, conv, y4, y], [y.results[0]])
+
+
+def _permute(v: SSAValue, dims: tuple[int, ...], t: TensorType) -> tsr.PermuteOp:
+    return tsr.PermuteOp.create(operands=[v], result_types=[t], properties={"dims": i64_array(list(dims))})
+
+
+@dataclass(frozen=True)
+class AddmmAsConv(TargetPass):
+    """``addmm-as-conv{target=x86 features="+avx512f" freezing=true}``"""
+
+    name = "addmm-as-conv"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(_AddmmAsConv(self.query), apply_recursively=False).rewrite_module(op)

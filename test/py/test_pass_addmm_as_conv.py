@@ -1,0 +1,88 @@
+"""``addmm-as-conv``: a linear layer of many rows becomes a 1x1 conv on x86's own
+conv kernel (interpreted before and after the pass), through views that move no
+data; what the pass leaves alone stays ``tsr.addmm``; compiled models with such
+linears (a ConvNeXt block, a transformer MLP) match eager."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from tessera.compiler.report import collect_reports
+from tessera.dialects import tsr
+
+from pass_testing import check_pass, parse, tensor_type as T
+
+PASS = 'addmm-as-conv{target=x86 features="+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+avx2"}'
+
+
+def linear(m: int = 128, k: int = 32, n: int = 48, elem: str = "f32", w_layout=(1, 0), bias=None) -> str:
+    bias = [n] if bias is None else bias
+    b, x, w, y = T(bias, elem), T([m, k], elem), T([k, n], elem, list(w_layout)), T([m, n], elem)
+    return f"""
+func.func @forward(%b: {b}, %x: {x}, %wt: {w}) -> {y} {{
+  %y = tsr.addmm %b, %x, %wt : ({b}, {x}, {w}) -> {y}
+  func.return %y : {y}
+}}"""
+
+
+def ops(m, cls):
+    return [op for op in m.walk() if isinstance(op, cls)]
+
+
+def test_many_rows_become_a_1x1_conv_of_views():
+    after = check_pass(parse(linear()), PASS, rtol=1e-5, atol=1e-5)
+    (conv,) = ops(after, tsr.ConvOp)
+    assert conv.input.type.get_shape() == (1, 32, 1, 128) and conv.weight.type.get_shape() == (48, 32, 1, 1)
+    assert conv.bias is conv.parent_block().args[0]
+    assert not ops(after, tsr.AddmmOp) and not ops(after, tsr.RelayoutOp)
+
+
+@pytest.mark.parametrize("case", ["few rows", "bf16", "weight stored [K, N]", "bias of one element"])
+def test_what_stays_a_gemm(case):
+    text = {"few rows": linear(m=16), "bf16": linear(elem="bf16"), "weight stored [K, N]": linear(w_layout=(0, 1)),
+            "bias of one element": linear(bias=[1])}[case]
+    after = check_pass(parse(text), PASS)
+    assert ops(after, tsr.AddmmOp) and not ops(after, tsr.ConvOp)
+
+
+def test_without_an_own_conv_kernel_nothing_changes():
+    after = check_pass(parse(linear()), 'addmm-as-conv{target=x86 features="+sse4.2"}')
+    assert ops(after, tsr.AddmmOp) and not ops(after, tsr.ConvOp)
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt's block: depthwise 7x7, LayerNorm over channels-last, two linears with GELU, layer scale."""
+
+    def __init__(self, dim: int = 32):
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim)
+        self.fc1, self.fc2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.rand(dim))
+
+    def forward(self, x):
+        y = self.dw(x).permute(0, 2, 3, 1)
+        y = self.fc2(nn.functional.gelu(self.fc1(self.norm(y))))
+        return x + (self.gamma * y).permute(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+@pytest.mark.parametrize("model, x", [(ConvNeXtBlock(), torch.randn(2, 32, 12, 12)),
+                                      (nn.Sequential(nn.Linear(48, 96), nn.GELU(), nn.Linear(96, 48)),
+                                       torch.randn(4, 32, 48))],
+                         ids=["convnext_block", "transformer_mlp"])
+def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
+    model.eval()
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        want = model(x)
+        compiled = torch.compile(model, backend="tessera", options={"strict": True, "freezing": freezing})
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4)
+    (report,) = reports
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    if host_isa() is not None:  # a CPU with tessera's conv kernel: both linears are its convs
+        assert report.conv_kernels >= 2, report.summary()
