@@ -1,4 +1,5 @@
-"""``addmm-as-conv``: a linear layer of many rows becomes a 1x1 convolution on the
+"""``addmm-as-conv``: a linear layer of many rows (``tsr.addmm``, or ``tsr.matmul``
+without a bias) becomes a 1x1 convolution on the
 target's own conv kernel, its rows the conv's pixels, where that kernel computes
 the conv (the target's ``own_conv_kernel`` model). The views around the conv
 move no data: the rows are a channels-last ``1 x K x 1 x M`` image, the output
@@ -21,8 +22,8 @@ ran 0.93 ms against MKL's 2.17 (``BENCHMARKS.md``, session 17). Rows fewer than
 :data:`MIN_ROWS` (a classifier's head, a decoded token) stay the library's
 GEMM: the weight's packing would cost as much as the product.
 
-Only an f32 addmm of static sizes whose rows are row-major, whose weight is a
-linear layer's (``w.t()``: stored ``[N, K]``) and whose bias is one full row.
+Only an f32 product of static sizes whose rows are row-major, whose weight is a
+linear layer's (``w.t()``: stored ``[N, K]``) and whose bias, if any, is one full row.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i64
 from xdsl.ir import SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
@@ -53,12 +54,17 @@ def _typed(shape: list[int], perm: tuple[int, ...]) -> TensorType:
     return TensorType(f32, shape, tsr.LayoutAttr(perm))
 
 
-def _takes(op: tsr.AddmmOp) -> bool:
-    types = [op.bias.type, op.lhs.type, op.rhs.type, op.result.type]
+def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
+    return op.bias if isinstance(op, tsr.AddmmOp) else None
+
+
+def _takes(op: tsr.AddmmOp | tsr.MatmulOp) -> bool:
+    bias = _bias(op)
+    types = [op.lhs.type, op.rhs.type, op.result.type, *([bias.type] if bias is not None else [])]
     if not all(isinstance(t, TensorType) and t.get_element_type() == f32 and is_static(t.get_shape()) for t in types):
         return False
     (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
-    return (m >= MIN_ROWS and k > 0 and n > 0 and tuple(op.bias.type.get_shape()) == (n,)
+    return (m >= MIN_ROWS and k > 0 and n > 0 and (bias is None or tuple(bias.type.get_shape()) == (n,))
             and layout_of(op.lhs.type) == (0, 1) and layout_of(op.result.type) == (0, 1)
             and layout_of(op.rhs.type) == (1, 0))
 
@@ -67,9 +73,8 @@ def _takes(op: tsr.AddmmOp) -> bool:
 class _AddmmAsConv(RewritePattern):
     query: KernelQuery
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tsr.AddmmOp, rewriter: PatternRewriter) -> None:
-        if not _takes(op):
+    def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op):
             return
         (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
         new = []
@@ -82,7 +87,7 @@ class _AddmmAsConv(RewritePattern):
         xc = add(_permute(x4, (0, 3, 1, 2), _typed([1, k, 1, m], _NHWC)))
         w2 = add(_permute(op.rhs, (1, 0), _typed([n, k], (0, 1))))
         w4 = add(tsr.ReshapeOp.create(operands=[w2], result_types=[_typed([n, k, 1, 1], _NCHW)]))
-        conv = own_kernel_conv(self.query, xc, w4, op.bias, None, _typed([1, n, 1, m], _NHWC), dict(_CONV_PROPS))
+        conv = own_kernel_conv(self.query, xc, w4, _bias(op), None, _typed([1, n, 1, m], _NHWC), dict(_CONV_PROPS))
         if conv is None:
             for o in reversed(new):
                 o.drop_all_references()

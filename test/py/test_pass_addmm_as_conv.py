@@ -39,6 +39,18 @@ def test_many_rows_become_a_1x1_conv_of_views():
     assert not ops(after, tsr.AddmmOp) and not ops(after, tsr.RelayoutOp)
 
 
+def test_a_product_without_bias_becomes_a_conv_without_bias():
+    x, w, y = T([96, 32]), T([32, 48], "f32", [1, 0]), T([96, 48])
+    text = f"""
+func.func @forward(%x: {x}, %wt: {w}) -> {y} {{
+  %y = tsr.matmul %x, %wt : ({x}, {w}) -> {y}
+  func.return %y : {y}
+}}"""
+    after = check_pass(parse(text), PASS, rtol=1e-5, atol=1e-5)
+    (conv,) = ops(after, tsr.ConvOp)
+    assert conv.bias is None and not ops(after, tsr.MatmulOp)
+
+
 @pytest.mark.parametrize("case", ["few rows", "bf16", "weight stored [K, N]", "bias of one element"])
 def test_what_stays_a_gemm(case):
     text = {"few rows": linear(m=16), "bf16": linear(elem="bf16"), "weight stored [K, N]": linear(w_layout=(0, 1)),
@@ -71,8 +83,10 @@ class ConvNeXtBlock(nn.Module):
 @pytest.mark.parametrize("freezing", [False, True])
 @pytest.mark.parametrize("model, x", [(ConvNeXtBlock(), torch.randn(2, 32, 12, 12)),
                                       (nn.Sequential(nn.Linear(48, 96), nn.GELU(), nn.Linear(96, 48)),
-                                       torch.randn(4, 32, 48))],
-                         ids=["convnext_block", "transformer_mlp"])
+                                       torch.randn(4, 32, 48)),
+                                      (nn.Sequential(nn.Linear(48, 96, bias=False), nn.SiLU(),
+                                                     nn.Linear(96, 48, bias=False)), torch.randn(2, 40, 48))],
+                         ids=["convnext_block", "transformer_mlp", "bias_free_mlp"])
 def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
     model.eval()
     torch._dynamo.reset()
