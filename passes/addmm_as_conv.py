@@ -22,7 +22,7 @@ ran 0.93 ms against MKL's 2.17 (``BENCHMARKS.md``, session 17). Rows fewer than
 :data:`MIN_ROWS` (a classifier's head, a decoded token) stay the library's
 GEMM: the weight's packing would cost as much as the product.
 
-Only an f32 product of static sizes whose rows are row-major, whose weight is a
+Only an f32 product of a static weight (its rows may be dynamic) whose rows are row-major, whose weight is a
 linear layer's (``w.t()``: stored ``[N, K]``) and whose bias, if any, is one full row.
 """
 
@@ -37,7 +37,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import i64_array, is_static
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static
 
 from .target_models import KernelQuery
 from .target_pass import TargetPass, own_kernel_conv
@@ -61,10 +61,13 @@ def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
 def _takes(op: tsr.AddmmOp | tsr.MatmulOp) -> bool:
     bias = _bias(op)
     types = [op.lhs.type, op.rhs.type, op.result.type, *([bias.type] if bias is not None else [])]
-    if not all(isinstance(t, TensorType) and t.get_element_type() == f32 and is_static(t.get_shape()) for t in types):
+    if not all(isinstance(t, TensorType) and t.get_element_type() == f32 for t in types):
+        return False
+    if not (is_static(op.rhs.type.get_shape()) and (bias is None or is_static(bias.type.get_shape()))):
         return False
     (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
-    return (m >= MIN_ROWS and k > 0 and n > 0 and (bias is None or tuple(bias.type.get_shape()) == (n,))
+    rows = m == DYNAMIC or m >= MIN_ROWS  # dynamic rows: the sequence or batch of a model served at many sizes
+    return (rows and k > 0 and n > 0 and (bias is None or tuple(bias.type.get_shape()) == (n,))
             and layout_of(op.lhs.type) == (0, 1) and layout_of(op.result.type) == (0, 1)
             and layout_of(op.rhs.type) == (1, 0))
 
@@ -83,7 +86,8 @@ class _AddmmAsConv(RewritePattern):
             new.append(o)
             return o.results[0]
 
-        x4 = add(tsr.ReshapeOp.create(operands=[op.lhs], result_types=[_typed([1, 1, m, k], _NCHW)]))
+        sizes = [add(tsr.DimOp(op.lhs, 0))] if m == DYNAMIC else []
+        x4 = add(tsr.ReshapeOp.create(operands=[op.lhs, *sizes], result_types=[_typed([1, 1, m, k], _NCHW)]))
         xc = add(_permute(x4, (0, 3, 1, 2), _typed([1, k, 1, m], _NHWC)))
         w2 = add(_permute(op.rhs, (1, 0), _typed([n, k], (0, 1))))
         w4 = add(tsr.ReshapeOp.create(operands=[w2], result_types=[_typed([n, k, 1, 1], _NCHW)]))
@@ -93,7 +97,7 @@ class _AddmmAsConv(RewritePattern):
                 o.drop_all_references()
             return
         y4 = _permute(conv.result, (0, 2, 3, 1), _typed([1, 1, m, n], _NCHW))
-        y = tsr.ReshapeOp.create(operands=[y4.results[0]], result_types=[op.result.type])
+        y = tsr.ReshapeOp.create(operands=[y4.results[0], *sizes], result_types=[op.result.type])
         rewriter.replace(op, [*new, conv, y4, y], [y.results[0]])
 
 

@@ -100,3 +100,20 @@ def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
 
     if host_isa() is not None:  # a CPU with tessera's conv kernel: both linears are its convs
         assert report.conv_kernels >= 2, report.summary()
+
+
+def test_dynamic_rows_run_as_a_conv_of_every_size():
+    """Rows of a symbolic size (a sequence served at many lengths, ``dynamic=True``):
+    with ``freezing`` the linears are one conv program for every size, and match eager."""
+    model = nn.Sequential(nn.Linear(48, 96), nn.GELU(), nn.Linear(96, 48)).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True, "freezing": True})
+    with torch.no_grad(), collect_reports() as reports:
+        for rows in (100, 130, 77, 256):
+            x = torch.randn(rows, 48)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (report,) = reports  # one program for every size
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    if host_isa() is not None:
+        assert report.conv_kernels >= 2, report.summary()
