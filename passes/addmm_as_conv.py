@@ -19,8 +19,8 @@ one of ``N`` channels, the weight ``w`` itself.
 Why: on x86 tessera's kernel runs a 1x1 conv at the FMA peak, while torch's
 sgemm (MKL) takes an AVX2 path on AMD CPUs: a ConvNeXt linear of 3136x96x384
 ran 0.93 ms against MKL's 2.17 (``BENCHMARKS.md``, session 17). Rows fewer than
-:data:`MIN_ROWS` (a classifier's head, a decoded token) stay the library's
-GEMM: the weight's packing would cost as much as the product.
+:data:`MIN_ROWS` (:data:`MIN_ROWS_FROZEN` with ``freezing``: a decoded token,
+a classifier's head at batch 1) stay the library's GEMM.
 
 Only an f32 product of a static weight (its rows may be dynamic) whose rows are row-major, whose weight is a
 linear layer's (``w.t()``: stored ``[N, K]``) and whose bias, if any, is one full row.
@@ -43,7 +43,13 @@ from .target_models import KernelQuery
 from .target_pass import TargetPass, own_kernel_conv
 
 MIN_ROWS = 64
-"""The fewest rows (``M``) that make an addmm a conv."""
+"""The fewest rows (``M``) that make a product a conv when its weight is packed on
+every call (no ``freezing``): at 64 rows of ``[M, 768] x [768, 3072]`` the kernel
+with its packing ran 1.09x MKL's GEMM, at 48 rows 0.89x."""
+MIN_ROWS_FROZEN = 8
+"""With ``freezing`` (the weight packed once): from 8 rows the kernel ran that product
+2.3-2.9x faster than MKL's packed GEMM; at 1 row (a GEMV) MKL's was faster (0.105
+against 0.142 ms)."""
 
 _NCHW, _NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
 _CONV_PROPS = {"stride": i64_array([1, 1]), "padding": i64_array([0, 0]), "dilation": i64_array([1, 1]),
@@ -58,7 +64,7 @@ def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
     return op.bias if isinstance(op, tsr.AddmmOp) else None
 
 
-def _takes(op: tsr.AddmmOp | tsr.MatmulOp) -> bool:
+def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int) -> bool:
     bias = _bias(op)
     types = [op.lhs.type, op.rhs.type, op.result.type, *([bias.type] if bias is not None else [])]
     if not all(isinstance(t, TensorType) and t.get_element_type() == f32 for t in types):
@@ -66,7 +72,7 @@ def _takes(op: tsr.AddmmOp | tsr.MatmulOp) -> bool:
     if not (is_static(op.rhs.type.get_shape()) and (bias is None or is_static(bias.type.get_shape()))):
         return False
     (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
-    rows = m == DYNAMIC or m >= MIN_ROWS  # dynamic rows: the sequence or batch of a model served at many sizes
+    rows = m == DYNAMIC or m >= min_rows  # dynamic rows: the sequence or batch of a model served at many sizes
     return (rows and k > 0 and n > 0 and (bias is None or tuple(bias.type.get_shape()) == (n,))
             and layout_of(op.lhs.type) == (0, 1) and layout_of(op.result.type) == (0, 1)
             and layout_of(op.rhs.type) == (1, 0))
@@ -77,7 +83,8 @@ class _AddmmAsConv(RewritePattern):
     query: KernelQuery
 
     def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op):
+        min_rows = MIN_ROWS_FROZEN if self.query.freezing else MIN_ROWS
+        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op, min_rows):
             return
         (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
         new = []

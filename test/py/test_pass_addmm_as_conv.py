@@ -51,9 +51,17 @@ func.func @forward(%x: {x}, %wt: {w}) -> {y} {{
     assert conv.bias is None and not ops(after, tsr.MatmulOp)
 
 
+def test_with_freezing_fewer_rows_become_a_conv():
+    """A weight packed once pays from 8 rows; packed on every call, from 64."""
+    frozen = check_pass(parse(linear(m=16)), PASS[:-1] + " freezing=true}", rtol=1e-5, atol=1e-5)
+    assert ops(frozen, tsr.ConvOp) and not ops(frozen, tsr.AddmmOp)
+    per_call = check_pass(parse(linear(m=16)), PASS)
+    assert ops(per_call, tsr.AddmmOp) and not ops(per_call, tsr.ConvOp)
+
+
 @pytest.mark.parametrize("case", ["few rows", "bf16", "weight stored [K, N]", "bias of one element"])
 def test_what_stays_a_gemm(case):
-    text = {"few rows": linear(m=16), "bf16": linear(elem="bf16"), "weight stored [K, N]": linear(w_layout=(0, 1)),
+    text = {"few rows": linear(m=4), "bf16": linear(elem="bf16"), "weight stored [K, N]": linear(w_layout=(0, 1)),
             "bias of one element": linear(bias=[1])}[case]
     after = check_pass(parse(text), PASS)
     assert ops(after, tsr.AddmmOp) and not ops(after, tsr.ConvOp)
