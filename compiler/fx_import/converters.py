@@ -66,6 +66,15 @@ def emit1(imp: FxImporter, node, op: Operation) -> SSAValue:
     return imp.emit(op, node.name).results[0]
 
 
+def per_spatial_dim(value, nd: int, default=None) -> list[int]:
+    """ATen's int-or-list window argument (a conv's or pool's stride, padding...), one
+    entry per spatial dim; an empty list or None is ``default`` (a pool's stride: its kernel)."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        value = default
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    return values * nd if len(values) == 1 else values
+
+
 def _norm_dims(dims, rank: int) -> list[int]:
     """ATen's dims, normalized; a 0-d tensor's dim 0 (or -1) is no dim (``[]``:
     a reduction over all of its no dims)."""
@@ -357,7 +366,7 @@ def _expand(imp, node, x, sizes, *_, **__):
     return emit1(imp, node, tsr.ExpandOp.create(operands=[src, *operands], result_types=[t]))
 
 
-def _slice_op(imp, node, x, dim, start, end, step, rt) -> SSAValue:
+def slice_op(imp, node, x, dim, start, end, step, rt) -> SSAValue:
     props = {k: IntegerAttr(v, i64) for k, v in (("dim", dim), ("start", start), ("end", end), ("step", step))}
     return emit1(imp, node, tsr.SliceOp.create(operands=[x], result_types=[rt], properties=props))
 
@@ -374,10 +383,10 @@ def _slice(imp, node, x, dim=0, start=None, end=None, step=1):
         start, end = 0 if start is None else start, SLICE_END if end is None else min(end, SLICE_END)
         if not all(isinstance(v, int) for v in (start, end, step)):
             raise NotConvertible("a slice with symbolic bounds")
-        return _slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
+        return slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
     start, end, _ = slice(start, end, step).indices(shape[dim])
     end = max(end, start)
-    return _slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
+    return slice_op(imp, node, imp.operand(x), dim, start, end, step, rtype(node))
 
 
 @converts(aten.split.Tensor, aten.split_with_sizes.default)
@@ -395,7 +404,7 @@ def _split(imp, node, x, sizes, dim=0):
         raise NotConvertible("split of a symbolic size")
     out, start = [], 0
     for piece, n in zip(pieces, lengths):
-        out.append(_slice_op(imp, node, imp.operand(x), dim, start, start + n, 1, tensor_type(piece)))
+        out.append(slice_op(imp, node, imp.operand(x), dim, start, start + n, 1, tensor_type(piece)))
         start += n
     return out
 
@@ -407,7 +416,7 @@ def _select_op(imp, node, x, dim: int, index: int, t: TensorType) -> SSAValue:
     kept = shape[:dim] + [1] + shape[dim + 1 :]
     mid = TensorType(t.get_element_type(), [n if isinstance(n, int) else DYNAMIC for n in kept],
                      tsr.LayoutAttr(layout_of(imp.operand(x).type)))
-    s = _slice_op(imp, node, imp.operand(x), dim, index, index + 1, 1, mid)
+    s = slice_op(imp, node, imp.operand(x), dim, index, index + 1, 1, mid)
     return reshape_to(imp, node, s, t, kept, shape[:dim] + shape[dim + 1:])
 
 
@@ -523,15 +532,11 @@ def _conv(imp, node, x, w, b, stride, padding, dilation, transposed, output_padd
     if not all(isinstance(n, int) for n in static):  # a weight given as a graph input of dynamic sizes
         raise NotConvertible("a convolution whose channels, kernel or arguments are symbolic")
 
-    def full(v):
-        v = list(v)
-        return v * nsp if len(v) == 1 else v
-
     ops = [imp.operand(x), imp.operand(w)] + ([imp.operand(b)] if b is not None else [])
     props = {
-        "stride": i64_array(full(stride)),
-        "padding": i64_array(full(padding)),
-        "dilation": i64_array(full(dilation)),
+        "stride": i64_array(per_spatial_dim(stride, nsp)),
+        "padding": i64_array(per_spatial_dim(padding, nsp)),
+        "dilation": i64_array(per_spatial_dim(dilation, nsp)),
         "groups": IntegerAttr(groups, i64),
     }
     return emit1(imp, node, tsr.ConvOp.create(operands=ops, result_types=[rtype(node)], properties=props))

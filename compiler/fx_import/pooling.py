@@ -29,7 +29,7 @@ from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.shapes import DYNAMIC, i64_array
 
-from .converters import NotConvertible, _slice_op, converts, emit1
+from .converters import NotConvertible, converts, emit1, per_spatial_dim, slice_op
 from .types import tensor_type
 
 if TYPE_CHECKING:
@@ -39,14 +39,6 @@ aten = torch.ops.aten
 
 MAX_WINDOW = 64
 """Windows of more elements stay ATen's call (one slice each would make a long kernel)."""
-
-
-def _per_dim(value, nd: int, default=None) -> list[int]:
-    """ATen's int-or-list pooling argument, one entry per spatial dim (``[]``: ``default``)."""
-    if value is None or (isinstance(value, (list, tuple)) and not value):
-        value = default
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    return values * nd if len(values) == 1 else values
 
 
 def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, fill: float | int) -> list[SSAValue]:
@@ -81,7 +73,7 @@ def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, f
         for i, d in enumerate(spatial):
             start = offsets[i] * dilation[i]
             shape[d] = out_shape[d]
-            value = _slice_op(imp, node, value, d, start, start + (out_shape[d] - 1) * stride[i] + 1, stride[i],
+            value = slice_op(imp, node, value, d, start, start + (out_shape[d] - 1) * stride[i] + 1, stride[i],
                               TensorType(elem, shape, perm))
         slices.append(value)
     return slices
@@ -114,12 +106,12 @@ def _max_pool(imp, node, x, kernel_size, stride=(), padding=0, dilation=1, ceil_
     if any(u.target is not getitem or u.args[1] != 0 for u in node.users):
         raise NotConvertible("the indices are read")
     nd = 2 if node.target is aten.max_pool2d_with_indices.default else 3
-    kernel = _per_dim(kernel_size, nd)
+    kernel = per_spatial_dim(kernel_size, nd)
     dtype = node.args[0].meta["val"].dtype
     fill = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
     try:
-        slices = window_slices(imp, node, x, kernel, _per_dim(stride, nd, kernel), _per_dim(padding, nd),
-                               _per_dim(dilation, nd), fill)
+        slices = window_slices(imp, node, x, kernel, per_spatial_dim(stride, nd, kernel), per_spatial_dim(padding, nd),
+                               per_spatial_dim(dilation, nd), fill)
     except NotConvertible:
         pool = aten.max_pool2d.default if nd == 2 else aten.max_pool3d.default
         args = (x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -154,12 +146,10 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
     if val.dtype not in (torch.float32, torch.float64):
         raise NotConvertible("an average pool in a reduced precision (ATen sums in f32)")
     nd = 2 if node.target is aten.avg_pool2d.default else 3
-    kernel, padding = _per_dim(kernel_size, nd), _per_dim(padding, nd)
-    stride = _per_dim(stride, nd, kernel)
+    kernel, padding = per_spatial_dim(kernel_size, nd), per_spatial_dim(padding, nd)
+    stride = per_spatial_dim(stride, nd, kernel)
     slices = window_slices(imp, node, x, kernel, stride, padding, [1] * nd, 0.0)
-    total = _combine(imp, node, tsr.AddOp, slices, TensorType(slices[0].type.get_element_type(),
-                                                              slices[0].type.get_shape(),
-                                                              tsr.LayoutAttr(layout_of(slices[0].type))))
+    total = _combine(imp, node, tsr.AddOp, slices, slices[0].type)
     result = tensor_type(val)
     if divisor_override:
         return emit1(imp, node, tsr.DivOp.create(operands=[total, imp.scalar(float(divisor_override))],

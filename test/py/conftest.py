@@ -255,8 +255,6 @@ def record_launches(monkeypatch) -> list[str]:
     return names
 
 
-# -- the OpInfo tally (test_op_db.py) ---------------------------------------------------------
-
 # -- on a CUDA GPU ----------------------------------------------------------------------------------
 def _cuda_reason() -> str | None:
     if not torch.cuda.is_available():
@@ -277,6 +275,8 @@ def full_fp32():
     yield
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
+
+# -- the OpInfo tally (test_op_db.py) ---------------------------------------------------------
 
 def pytest_terminal_summary(terminalreporter):
     """How the op_db samples of this run went: compiled, compiled with some ops

@@ -96,18 +96,22 @@ class ConvNeXtBlock(nn.Module):
                                                      nn.Linear(96, 48, bias=False)), torch.randn(2, 40, 48))],
                          ids=["convnext_block", "transformer_mlp", "bias_free_mlp"])
 def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
-    model.eval()
-    torch._dynamo.reset()
-    with torch.no_grad(), collect_reports() as reports:
-        want = model(x)
-        compiled = torch.compile(model, backend="tessera", options={"strict": True, "freezing": freezing})
-        for _ in range(2):
-            torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4)
-    (report,) = reports
     from tessera.compiler.targets.x86.conv_choice import host_isa
 
-    if host_isa() is not None:  # a CPU with tessera's conv kernel: both linears are its convs
-        assert report.conv_kernels >= 2, report.summary()
+    model.eval()
+    conv_kernels = []
+    for disable in ((), ("addmm-as-conv",)):
+        torch._dynamo.reset()
+        options = {"strict": True, "freezing": freezing, "disable": disable}
+        with torch.no_grad(), collect_reports() as reports:
+            want = model(x)
+            compiled = torch.compile(model, backend="tessera", options=options)
+            for _ in range(2):
+                torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4)
+        (report,) = reports
+        conv_kernels.append(report.conv_kernels)
+    if host_isa() is not None:  # a CPU with tessera's conv kernel: each of the two linears is one of its convs
+        assert conv_kernels[0] - conv_kernels[1] == 2, conv_kernels
 
 
 def test_dynamic_rows_run_as_a_conv_of_every_size():
@@ -124,4 +128,4 @@ def test_dynamic_rows_run_as_a_conv_of_every_size():
     from tessera.compiler.targets.x86.conv_choice import host_isa
 
     if host_isa() is not None:
-        assert report.conv_kernels >= 2, report.summary()
+        assert report.conv_kernels == 2, report.summary()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from tessera.passes.target_models import ConvShape, weight_bound
 
-from .conv.errors import ConvIsaUnavailable, InvalidConvSpec
+from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv.spec import ConvSpec
 from .conv.winograd_spec import WinogradSpec, winograd_fits
@@ -95,11 +95,8 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
 
     if (not freezing or not is_static(op.input.type.get_shape()) or op.groups.value.data != 1
             or kernel_layout(op.input) != "channels_last" or kernel_layout(op.result) != "channels_last"):
-        return None  # (a depthwise conv of NCHW layouts has no kernel spec at all)
-    try:
-        spec = conv_spec(op, isa)
-    except InvalidConvSpec:
-        return None
+        return None  # what winograd_fits asks first: a depthwise conv of NCHW layouts has no kernel spec at all
+    spec = conv_spec(op, isa)
     return prefers_winograd(ConvShape.of(op), WinogradSpec(spec, 4).tiles) if winograd_fits(spec) else None
 
 
