@@ -75,6 +75,16 @@ SHAPES = [
     ("conv3d 1x1x1 128->64 1x128x4x32x32", (1, 128, 4, 32, 32), 64, 1, 1, 0, 1),
     ("conv3d 3x3x3 depthwise 64 1x64x4x32x32 p1", (1, 64, 4, 32, 32), 64, 3, 1, 1, 64),
     ("conv2d 3x3 128->128 4x128x32x32 p1", (4, 128, 32, 32), 128, 3, 1, 1, 1),
+    # RegNetY-400MF's grouped 3x3 convs: 8 channels per group
+    ("regnety grouped 3x3 8/group 48 g6 1x48x56x56 p1", (1, 48, 56, 56), 48, 3, 1, 1, 6),
+    ("regnety grouped 3x3 8/group 104 g13 1x104x28x28 p1", (1, 104, 28, 28), 104, 3, 1, 1, 13),
+    ("regnety grouped 3x3 8/group 208 g26 1x208x14x14 p1", (1, 208, 14, 14), 208, 3, 1, 1, 26),
+    ("regnety grouped 3x3 8/group 440 g55 1x440x7x7 p1", (1, 440, 7, 7), 440, 3, 1, 1, 55),
+    ("regnety grouped 3x3 8/group s2 104 g13 1x104x56x56 p1", (1, 104, 56, 56), 104, 3, 2, 1, 13),
+    # squeeze-excite expansions: one output point (EfficientNet, RegNetY, MobileNetV3)
+    ("squeeze-excite 1x1 8->32 1x8x1x1", (1, 8, 1, 1), 32, 1, 1, 0, 1),
+    ("squeeze-excite 1x1 4->96 1x4x1x1", (1, 4, 1, 1), 96, 1, 1, 0, 1),
+    ("squeeze-excite 1x1 48->1152 1x48x1x1", (1, 48, 1, 1), 1152, 1, 1, 0, 1),
     # Winograd's classes by input channels (conv_kernel_model.prefers_winograd)
     ("conv2d 3x3 16->16 1x16x64x64 p1", (1, 16, 64, 64), 16, 3, 1, 1, 1),
     ("conv2d 3x3 32->32 1x32x64x64 p1", (1, 32, 64, 64), 32, 3, 1, 1, 1),

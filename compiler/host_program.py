@@ -28,7 +28,7 @@ should leave none). Every step holds what it read of its op, not the op
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from xdsl.dialects import func
@@ -43,7 +43,7 @@ from tessera.dialects.tsr.op_classes import LIBRARY_OPS
 from tessera.dialects.tsr.shapes import elem_of
 from tessera.runtime.layouts import Placement, SizedLayout
 from tessera.runtime.module import Module
-from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc, Step
+from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc, Step, defines, reads
 
 from .errors import TesseraError
 from .host_steps import (
@@ -62,6 +62,7 @@ from .lowering.dim_exprs import RESULT_DIMS, decode_result_dims
 from .report import GraphReport
 from .targets import Target, host_cpu
 from .targets.base import KernelCall
+from .weight_cache import PackedWeight
 from .weight_preparation import weight_preparation
 
 
@@ -70,7 +71,14 @@ class HostProgramError(TesseraError):
 
 
 class _Builder:
-    def __init__(self, kernels: Module | None, target: Target, device: torch.device, freezing: bool):
+    def __init__(self, kernels: Module | None, target: Target, device: torch.device, freezing: bool,
+                 preparing: Sequence[Operation] = ()):
+        self.preparing = set(preparing)
+        """The ops that prepare weights from parameters alone (``weight_preparation``)."""
+        self.prepare: list[Step] = []
+        """Their steps, and the weight packs of those weights: one step of the program (:func:`_prepare_step`)."""
+        self.prepare_at: int | None = None
+        """Where that step goes: before the first step that reads what it makes."""
         self.target = target
         self.device = device
         self.freezing = freezing
@@ -106,6 +114,25 @@ class _Builder:
         return copy
 
     def add(self, op: Operation) -> None:
+        if op in self.preparing:
+            main, self.steps = self.steps, self.prepare
+            try:
+                self._add(op)
+            finally:
+                self.steps = main
+            self._prepared_before(len(self.steps))
+        else:
+            self._add(op)
+
+    def _prepared_before(self, at: int) -> None:
+        self.prepare_at = at if self.prepare_at is None else self.prepare_at
+
+    def _from_parameters(self, v: SSAValue) -> bool:
+        """Whether ``v`` is a function argument or prepared from them (under
+        freezing, what reads it runs once per parameter version)."""
+        return not isinstance(v.owner, Operation) or v.owner in self.preparing
+
+    def _add(self, op: Operation) -> None:
         if isinstance(op, tsr.ConstantOp):
             if isinstance(op.value, DenseIntOrFPElementsAttr):
                 t = in_layout(IMPLS[tsr.ConstantOp](op, self.env), op.result.type)
@@ -142,12 +169,22 @@ class _Builder:
 
     def _launch(self, op: Operation, call: KernelCall) -> None:
         """``op`` on one of the target's own kernels: each operand ``call`` prepares
-        (a weight to pack) by a step of its own, into a buffer no IR value names,
-        then a launch like a fused kernel's."""
+        (a weight to pack) into a buffer no IR value names, then a launch like a
+        fused kernel's. With ``freezing`` a weight of parameters is packed in the
+        step that prepares weights (one check of the parameters a call, not one
+        per conv); any other by a step of its own, again when the weight changes
+        (:class:`PackedWeight`: on every call without ``freezing``)."""
         args = [self.operand(v, op) for v in op.operands]
         for i, prepare in call.prepare:
             args[i] = self.new_buffer()
-            self.steps.append(Call(prepare, (self.operand(op.operands[i], op),), (args[i],)))
+            source = self.operand(op.operands[i], op)
+            inside = self.steps is self.prepare  # a preparing op's own weight
+            if inside or (self.freezing and self._from_parameters(op.operands[i])):  # packed whenever that step runs
+                self.prepare.append(Call(PackedWeight(prepare, False), (source,), (args[i],)))
+                if not inside:
+                    self._prepared_before(len(self.steps))
+            else:
+                self.steps.append(Call(PackedWeight(prepare, self.freezing), (source,), (args[i],)))
         outs = [self.buffer(r) for r in op.results]
         self.result.report.conv_kernels += 1
         if call.sized:  # dynamic sizes: the call allocates its result
@@ -216,26 +253,17 @@ def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "
     (``weight_preparation``) become one step; with ``freezing`` it runs them
     again only when those parameters change (``weight_cache``), else every call."""
     block = find_function(host, function).body.block
-    preparing = weight_preparation(block)
-    b = _Builder(kernels, target or host_cpu(), device, freezing)
+    b = _Builder(kernels, target or host_cpu(), device, freezing, weight_preparation(block))
     inputs = tuple(b.buffer(a) for a in block.args)
     outputs: tuple[int, ...] = ()
-    main: list[Step] = b.steps
-    prepare: list[Step] = []
-    prepare_at = 0
     for op in block.ops:
         if isinstance(op, func.ReturnOp):
             outputs = tuple(b.output(v, op) for v in op.operands)
             break
-        if op in preparing:
-            prepare_at = len(main) if not prepare else prepare_at
-            b.steps = prepare
-            b.add(op)
-            b.steps = main
-        else:
-            b.add(op)
-    if prepare:
-        main.insert(prepare_at, _prepare_step(b, preparing, prepare, device))
+        b.add(op)
+    main = b.steps
+    if b.prepare:
+        main.insert(b.prepare_at or 0, _prepare_step(b, main, outputs, device))
     b.result.program = Program(tuple(main), inputs, outputs, device)
     b.result.inputs = input_placements(host, function)
     return b.result
@@ -247,14 +275,15 @@ def input_placements(module: ModuleOp, function: str = "forward") -> tuple[Place
     return tuple(placement_or_order(a.type) if isinstance(a.type, TensorType) else None for a in args)
 
 
-def _prepare_step(b: _Builder, ops: list[Operation], steps: list, device: torch.device) -> Call:
-    """One step running ``steps`` (the preparing ops'), under freezing once per
-    version of the arguments they read (:class:`PreparedWeights`), giving the values other ops use."""
-    inside = set(ops)
-    sources = tuple(dict.fromkeys(b.ids[v] for op in ops for v in op.operands if not isinstance(v.owner, Operation)))
-    outs = tuple(b.ids[r] for op in ops for r in op.results
-                 if r in b.ids and any(u.operation not in inside for u in r.uses))
-    return Call(PreparedWeights(Program(tuple(steps), sources, outs, device), b.freezing), sources, outs)
+def _prepare_step(b: _Builder, main: list[Step], outputs: tuple[int, ...], device: torch.device) -> Call:
+    """One step running the preparing steps (``b.prepare``), under freezing once
+    per version of the buffers they read (:class:`PreparedWeights`), giving the
+    values the other steps (``main``) or the function's ``outputs`` use."""
+    made = {x for step in b.prepare for x in defines(step)}
+    sources = tuple(dict.fromkeys(x for step in b.prepare for x in reads(step) if x not in made))
+    used = {x for step in main for x in reads(step)} | set(outputs)
+    outs = tuple(x for step in b.prepare for x in defines(step) if x in used)
+    return Call(PreparedWeights(Program(tuple(b.prepare), sources, outs, device), b.freezing), sources, outs)
 
 
 def bind_reference(op: Operation, device: torch.device) -> Callable:

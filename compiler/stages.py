@@ -69,7 +69,8 @@ def lower_kernels(fused: ModuleOp, target: str):
     from .lowering import lower_to_kernels
 
     t = targets.get(target)
-    program = lower_to_kernels(fused, half_in_f32=t.half_compute == "f32-compute", transpose_tile=t.transpose_tile)
+    program = lower_to_kernels(fused, half_in_f32=t.half_compute == "f32-compute", transpose_tile=t.transpose_tile,
+                               reduce_lanes=t.reduce_lanes)
     if t.thread_per_point:
         from .codegen.gpu import thread_per_point
 

@@ -77,6 +77,8 @@ class ConvShape:
     groups: int
     kernel: tuple[int, ...]
     stride: tuple[int, ...]
+    points: int | None = None
+    """Output points per image (the product of the output's spatial sizes; None where one is dynamic)."""
 
     @property
     def depthwise(self) -> bool:
@@ -100,8 +102,11 @@ class ConvShape:
         from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
 
         w = shape_of(op.weight.type)
+        space = shape_of(op.result.type)[2:]
+        points = math.prod(space) if all(n >= 0 for n in space) else None
         return cls(spatial=len(w) - 2, dtype=str(elem_of(op.input.type)), in_channels=shape_of(op.input.type)[1],
-                   out_channels=w[0], groups=op.groups.value.data, kernel=tuple(w[2:]), stride=tuple(ints(op.stride)))
+                   out_channels=w[0], groups=op.groups.value.data, kernel=tuple(w[2:]), stride=tuple(ints(op.stride)),
+                   points=points)
 
 
 @dataclass(frozen=True)

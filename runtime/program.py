@@ -74,11 +74,13 @@ def _placement(p: Placement) -> tuple[tuple[int, ...], tuple[int, ...], torch.dt
     return p.shape, p.strides, p.dtype
 
 
-def _reads(step: Step) -> tuple[int, ...]:
+def reads(step: Step) -> tuple[int, ...]:
+    """The buffers ``step`` reads (a launch: its outputs too, which an allocation defined)."""
     return () if isinstance(step, Alloc) else step.args
 
 
-def _defines(step: Step) -> tuple[int, ...]:
+def defines(step: Step) -> tuple[int, ...]:
+    """The buffers ``step`` defines."""
     if isinstance(step, (Alloc, SizedAlloc)):
         return (step.buffer,)
     return step.results if isinstance(step, Call) else ()
@@ -126,11 +128,11 @@ class Program:
         for i, step in enumerate(self.steps):
             if not isinstance(step, (Alloc, SizedAlloc, Launch, Call)):
                 raise ProgramError(f"step {i}: {type(step).__name__} is not an Alloc, SizedAlloc, Launch or Call")
-            for b in _reads(step):
+            for b in reads(step):
                 if b not in defined:
                     raise ProgramError(f"step {i} ({type(step).__name__}) uses buffer {b} before it is defined")
                 last_use[b] = i
-            for b in _defines(step):
+            for b in defines(step):
                 if b in defined:
                     raise ProgramError(f"step {i} ({type(step).__name__}) redefines buffer {b}")
                 defined.add(b)

@@ -12,6 +12,12 @@ tiles) as LLVM vector instructions.
     %s = shufflevector <8 x float> %a, <8 x float> %b, <8 x i32> <i32 0, i32 8, ...>
 
     vector.store %v, %t[%i, %c0] : memref<8x8xf32>, vector<8xf32>   ->   store <8 x float> %v, ptr %p, align 4
+
+    %z = vector.broadcast %x : f32 to vector<16xf32>   ->   insertelement, then a zero-mask shufflevector
+    %e = vector.extract %s[3] : f32 from vector<16xf32>  ->   %e = extractelement <16 x float> %s, i32 3
+
+Arithmetic on vectors (``arith.addf`` of ``vector<16xf32>``: a reduction's
+accumulators) is the scalar lowering's, on LLVM vector values.
 """
 
 from __future__ import annotations
@@ -88,8 +94,26 @@ def _store(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value
     return []
 
 
+def _broadcast(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    vec = vector_type(op.vector.type)
+    if isinstance(a[0].type, ir.VectorType):
+        raise CodegenError(f"kernel @{em.name}: vector.broadcast of a vector is not supported", op_location(op))
+    one = em.b.insert_element(ir.Constant(vec, ir.Undefined), a[0], ir.Constant(I32, 0))
+    zeros = ir.Constant(ir.VectorType(I32, vec.count), [ir.Constant(I32, 0)] * vec.count)
+    return [em.b.shuffle_vector(one, ir.Constant(vec, ir.Undefined), zeros)]
+
+
+def _extract(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    position = op.static_position.get_values()
+    if len(position) != 1 or op.dynamic_position:
+        raise CodegenError(f"kernel @{em.name}: vector.extract of one static position is supported", op_location(op))
+    return [em.b.extract_element(a[0], ir.Constant(I32, position[0]))]
+
+
 LOWERINGS: dict[str, Lowering] = {
     "vector.transfer_read": _transfer_read,
     "vector.shuffle": _shuffle,
     "vector.store": _store,
+    "vector.broadcast": _broadcast,
+    "vector.extract": _extract,
 }

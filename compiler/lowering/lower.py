@@ -70,10 +70,13 @@ def _print(op: Operation) -> str:
     return out.getvalue()
 
 
-def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), tile: int | None = None) -> func.FuncOp:
+def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), tile: int | None = None,
+                lanes: int | None = None) -> func.FuncOp:
     """The kernel function computing ``op``'s results from its operands.
     ``tile``: the width of the transpose tiles for inputs read across their
-    contiguous dim (``transpose_tiles``; None: strided reads)."""
+    contiguous dim (``transpose_tiles``; None: strided reads). ``lanes``: the
+    most kept indices a reduction grid point computes side by side
+    (``_lane_split``; None: one)."""
     n_in, n_out = len(op.inputs), len(op.outs)
     arg_types = [memref_type(v.type) for v in op.inputs] + [memref_type(r.type) for r in op.outs]
     names = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
@@ -86,7 +89,7 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
     outs = list(zip(op.yield_op.values, kb.args[n_in:]))
     reductions = [o for o in body.ops if isinstance(o, REDUCTION_OPS)]
     if reductions:
-        _reduction_kernel(kb, scalars, values, reductions, outs)
+        _reduction_kernel(kb, scalars, values, reductions, outs, lanes)
     else:
         reads = list(zip(body.args, kb.args[:n_in]))
         _pointwise_kernel(kb, scalars, values, outs, reads, tile)
@@ -261,7 +264,29 @@ def _tiled_pointwise(kb: KernelBuilder, out_ref: SSAValue, dims: list[int], tran
     kb.parallel([kb.tiles(sizes[d], width) if d in (a, b) else sizes[d] for d in order], grid_body)
 
 
-def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, reductions, outs) -> None:
+def _lane_split(loops: ReductionLoops, kept_dims: list[int], most: int | None) -> tuple[int, int] | None:
+    """(dim, lanes) where each grid point of a reduction should compute a vector
+    of ``lanes`` neighbours along the input's contiguous dim (a channels-last
+    tensor pooled over space, ``mean(x, [2, 3])`` of NHWC; one point per index
+    would read its elements ``C`` apart): that dim is kept, its size static and a
+    multiple of ``lanes``, and :meth:`ReductionLoops.vector_lanes` holds.
+
+        mean over h, w of 1x32x112x112 nhwc, lanes 16:  grid (c / 16), vector<16xf32> sums
+    """
+    if not most or not loops.loop_dims:
+        return None
+    inner = _loop_dims(loops.input.type)[-1]
+    n = loops.shape[inner]
+    if inner not in kept_dims or n == DYNAMIC or not loops.vector_lanes(inner):
+        return None
+    lanes = most
+    while lanes > 1 and n % lanes:
+        lanes //= 2
+    return (inner, lanes) if lanes > 1 else None
+
+
+def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, reductions, outs,
+                      most_lanes: int | None = None) -> None:
     for v, _ in outs:
         if not isinstance(v.owner, REDUCTION_OPS):
             raise LoweringError("a tsr.fused with reductions may only yield reduction results")
@@ -271,13 +296,12 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     first = outs[0][0]
     keepdim = bool(first.owner.keepdim.value.data)
     grid_dims = _loop_dims(first.type)
+    split = _lane_split(loops, kept_dims, most_lanes)
 
     def out_to_in(d: int) -> int:
         return d if keepdim else kept_dims[d]
 
-    def grid_body(ivs) -> None:
-        kept = {out_to_in(d): iv for d, iv in zip(grid_dims, ivs)}
-        results = loops.emit(kept)
+    def store(kept: dict[int, SSAValue], results: dict[Operation, SSAValue]) -> None:
         zero = kb.index(0)
         for v, ref in outs:
             r = v.owner
@@ -287,14 +311,30 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
                 idx = tuple(kept.get(d, zero) for d in kept_dims)
             scalars.store(results[r], ref, idx, elem_of(v.type))
 
-    kb.parallel([kb.dim(outs[0][1], d) for d in grid_dims], grid_body)
+    def grid_body(ivs) -> None:
+        kept = {out_to_in(d): iv for d, iv in zip(grid_dims, ivs)}
+        if split is None:
+            store(kept, loops.emit(kept))
+            return
+        d, n = split
+        kept[d] = kb.mul(kept[d], n)
+        for i, results in enumerate(loops.emit_vector(kept, d, n)):
+            store({**kept, d: kb.add(kept[d], i)}, results)
+
+    extents = [kb.dim(outs[0][1], d) for d in grid_dims]
+    if split is not None:
+        extents[[out_to_in(d) for d in grid_dims].index(split[0])] = loops.shape[split[0]] // split[1]
+    kb.parallel(extents, grid_body)
 
 
-def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_tile: int | None = None) -> KernelProgramIR:
+def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_tile: int | None = None,
+                     reduce_lanes: int | None = None) -> KernelProgramIR:
     """Lower every ``tsr.fused`` of ``module`` (the ``fused`` stage, not
     modified) to a kernel and a ``tsr.launch``. ``half_in_f32``: compute
     ``f16``/``bf16`` in ``f32`` (x86, CUDA) or natively (Metal).
-    ``transpose_tile``: width of the in-register transpose tiles (x86: 8)."""
+    ``transpose_tile``: width of the in-register transpose tiles (x86: 8).
+    ``reduce_lanes``: the kept indices a reduction's grid point computes side
+    by side along a kept contiguous dim (x86: 16, a vector of f32)."""
     numerics = Numerics(half_in_f32)
     host = module.clone()
     kernels = ModuleOp([])
@@ -303,7 +343,7 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_ti
     for op in fused:
         name = f"fused_{len(by_text)}"
         try:
-            kernel = lower_fused(op, name, numerics, transpose_tile)
+            kernel = lower_fused(op, name, numerics, transpose_tile, reduce_lanes)
             dynamic = not all(is_static(shape_of(r.type)) for r in op.outs)
             dims = encode_result_dims(result_dims(op)) if dynamic else None
         except LoweringError as e:

@@ -15,26 +15,41 @@ two-pass, numerically sound in f32: the first pass sums, the second sums the
 squared deviations from the mean, divided by ``max(N - correction, 0)``.
 Accumulators are in the compute type of each result (f32 for a bf16 sum
 under the f32-compute policy, i64 for an integer ``sum``).
+
+Where the kept dims include the input's contiguous one (a channels-last
+tensor pooled over space) and the inputs are read as they are, a grid point
+computes a vector of neighbours along it (:meth:`ReductionLoops.emit_vector`):
+one point per index would read its elements ``C`` apart, one by one.
+
+    %s = scf.for %h = %c0 to %c112 step %c1 iter_args(%a = %zeros) -> (vector<16xf32>) {
+      %x = vector.transfer_read %in0[%c0, %c16i, %h, %w], %pad {permutation_map = (d0, d1, d2, d3) -> (d1)}
+      %a2 = arith.addf %a, %x fastmath<reassoc> : vector<16xf32>
+      ...
+    }
+    %s0 = vector.extract %s[0] : f32 from vector<16xf32>     // each lane's epilogue is scalar
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import i64
+from xdsl.dialects import arith, vector
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, BoolAttr, VectorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, numel, shape_of
 
-from .kernel_builder import KernelBuilder, LoweringError
+from .kernel_builder import KernelBuilder, LoweringError, storage_type
 from .scalar_ops import ScalarLowering, is_unsigned, width
 from .values import ValueEmitter
 
 REASSOC = arith.FastMathFlagsAttr(["reassoc"])
+VECTOR_CHAINS = 4
+"""Independent vector accumulators of :meth:`ReductionLoops.emit_vector`'s innermost loop (an add's latency / its throughput)."""
 _FAMILY = {tsr.SumOp: "sum", tsr.MeanOp: "sum", tsr.VarOp: "sum", tsr.AmaxOp: "max", tsr.AminOp: "min"}
 
 
@@ -43,6 +58,12 @@ def _int_limit(elem: Attribute, top: bool) -> int:
     if is_unsigned(elem):
         return (1 << w) - 1 if top else 0
     return (1 << (w - 1)) - 1 if top else -(1 << (w - 1))
+
+
+def _contiguous_dim(t) -> int:
+    """The dim a dense tensor of type ``t`` has stride 1 along (its innermost of size > 1)."""
+    shape = shape_of(t)
+    return next((d for d in reversed(layout_of(t)) if shape[d] != 1), layout_of(t)[-1])
 
 
 class ReductionLoops:
@@ -105,8 +126,13 @@ class ReductionLoops:
         return kb.value(arith.SelectOp(kb.value(arith.CmpiOp(x, acc, pred)), x, acc))
 
     def _loop(self, kept: dict[int, SSAValue], keys: list[tuple], inits: list[SSAValue],
-              step: Callable[[tuple, tuple[SSAValue, ...], list[SSAValue]], SSAValue]) -> list[SSAValue]:
-        """Nested loops over the reduced dims; ``step(key, index, accs)`` gives a key's next accumulator."""
+              step: Callable[[tuple, tuple[SSAValue, ...], list[SSAValue]], SSAValue],
+              chains: int = 1) -> list[SSAValue]:
+        """Nested loops over the reduced dims; ``step(key, index, accs)`` gives a
+        key's next accumulator. ``chains`` > 1: the innermost loop, where its
+        static size allows, steps that many indices at a time into as many
+        accumulators, combined at its end: independent additions, not one
+        chain bound by the adder's latency."""
         kb = self.kb
 
         def nest(level: int, at: dict[int, SSAValue], accs: tuple[SSAValue, ...]) -> list[SSAValue]:
@@ -114,19 +140,37 @@ class ReductionLoops:
                 idx = tuple(at.get(d, kb.index(0)) for d in range(len(self.shape)))
                 return [step(k, idx, list(accs)) for k in keys]
             d = self.loop_dims[level]
-            return list(kb.for_loop(self._extent(d), accs, lambda iv, a: nest(level + 1, {**at, d: iv}, a)))
+            n = self.shape[d]
+            if level < len(self.loop_dims) - 1 or chains == 1 or n == DYNAMIC or n % chains or n == chains:
+                return list(kb.for_loop(self._extent(d), accs, lambda iv, a: nest(level + 1, {**at, d: iv}, a)))
+            k = len(keys)
+
+            def unrolled(iv: SSAValue, a: tuple[SSAValue, ...]) -> list[SSAValue]:
+                base = kb.mul(iv, chains)
+                return [x for j in range(chains) for x in nest(level + 1, {**at, d: kb.add(base, j)}, a[j * k:(j + 1) * k])]
+
+            parts = kb.for_loop(n // chains, (*accs, *inits * (chains - 1)), unrolled)  # the others start empty
+            out = list(parts[:k])
+            for j in range(1, chains):
+                out = [self._update(key[1], key[2], x, y) for key, x, y in zip(keys, out, parts[j * k:(j + 1) * k])]
+            return out
 
         return nest(0, dict(kept), tuple(inits))
 
-    def emit(self, kept: dict[int, SSAValue]) -> dict[Operation, SSAValue]:
-        """Each reduction's value (in its result's compute type) at the kept
-        index ``kept`` (input dim -> index, reduced dims absent)."""
-        kb, sc = self.kb, self.sc
+    def _keys(self) -> list[tuple]:
+        """(input, accumulator family, accumulator element) of each distinct accumulator."""
         keys: list[tuple] = []
         for r in self.reductions:
             key = (r.input, _FAMILY[type(r)], self._acc_elem(r))
             if key not in keys:
                 keys.append(key)
+        return keys
+
+    def emit(self, kept: dict[int, SSAValue]) -> dict[Operation, SSAValue]:
+        """Each reduction's value (in its result's compute type) at the kept
+        index ``kept`` (input dim -> index, reduced dims absent)."""
+        kb, sc = self.kb, self.sc
+        keys = self._keys()
         slot = {k: i for i, k in enumerate(keys)}
 
         def step1(key, idx, accs):
@@ -136,15 +180,9 @@ class ReductionLoops:
 
         firsts = self._loop(kept, keys, [self._init(f, e) for _, f, e in keys], step1)
         first = dict(zip(keys, firsts))
-
-        means: dict[tuple, SSAValue] = {}
-        m2_keys = []
-        for r in self.reductions:
-            if isinstance(r, tsr.VarOp):
-                key = (r.input, "sum", self._acc_elem(r))
-                if key not in means:
-                    means[key] = kb.value(arith.DivfOp(first[key], self._count(key[2])))
-                    m2_keys.append((r.input, "m2", key[2]))
+        means = {(value, "sum", elem): kb.value(arith.DivfOp(first[(value, "sum", elem)], self._count(elem)))
+                 for value, elem in self._variances()}
+        m2_keys = [(value, "m2", elem) for value, elem in self._variances()]
         second: dict[tuple, SSAValue] = {}
         if m2_keys:
             slot2 = {k: i for i, k in enumerate(m2_keys)}
@@ -157,7 +195,19 @@ class ReductionLoops:
 
             seconds = self._loop(kept, m2_keys, [self._init("m2", e) for _, _, e in m2_keys], step2)
             second = dict(zip(m2_keys, seconds))
+        return self._results(first, second)
 
+    def _variances(self) -> list[tuple[SSAValue, Attribute]]:
+        """(input, accumulator element) of each distinct ``var``: its second pass."""
+        out: list[tuple[SSAValue, Attribute]] = []
+        for r in self.reductions:
+            if isinstance(r, tsr.VarOp) and (r.input, self._acc_elem(r)) not in out:
+                out.append((r.input, self._acc_elem(r)))
+        return out
+
+    def _results(self, first: dict[tuple, SSAValue], second: dict[tuple, SSAValue]) -> dict[Operation, SSAValue]:
+        """Each reduction's value from the accumulators (``second``: the variances' squared deviations)."""
+        kb, sc = self.kb, self.sc
         out: dict[Operation, SSAValue] = {}
         for r in self.reductions:
             elem = self._acc_elem(r)
@@ -169,3 +219,57 @@ class ReductionLoops:
                 acc = kb.value(arith.DivfOp(second[(r.input, "m2", elem)], denom))
             out[r] = sc.convert(acc, elem, elem_of(r.result.type))
         return out
+
+    # -- a vector of kept indices per grid point ------------------------------------------
+    def vector_lanes(self, dim: int) -> bool:
+        """Whether :meth:`emit_vector` computes neighbours along kept dim ``dim``:
+        every input is read as it is (a kernel argument), as floats computed in
+        their own type, contiguous along ``dim``."""
+        for r in self.reductions:
+            ref = self.values.inputs.get(r.input)
+            elem = elem_of(r.input.type)
+            if (ref is None or not dtypes.is_float(elem) or self.sc.num.compute(elem) != storage_type(elem)
+                    or self._acc_elem(r) != elem or _contiguous_dim(r.input.type) != dim):
+                return False
+        return True
+
+    def emit_vector(self, kept: dict[int, SSAValue], dim: int, lanes: int) -> list[dict[Operation, SSAValue]]:
+        """:meth:`emit` at the ``lanes`` kept indices from ``kept`` along ``dim``
+        (where :meth:`vector_lanes`): the accumulators are vectors, each lane's
+        epilogue scalar. Gives each lane's results."""
+        kb = self.kb
+        keys = self._keys()
+        vec = {k: VectorType(k[2], [lanes]) for k in keys}
+
+        def read(value: SSAValue, idx: tuple[SSAValue, ...]) -> SSAValue:
+            ref, elem = self.values.inputs[value], elem_of(value.type)
+            along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
+            return kb.value(vector.TransferReadOp(ref, idx, kb.const(0.0, elem), VectorType(elem, [lanes]),
+                                                  ArrayAttr([BoolAttr.from_bool(True)]), along))
+
+        def splat(x: SSAValue, t: VectorType) -> SSAValue:
+            return kb.value(vector.BroadcastOp(x, t))
+
+        def step1(key, idx, accs):
+            return self._update(key[1], key[2], accs[keys.index(key)], read(key[0], idx))
+
+        firsts = self._loop(kept, keys, [splat(self._init(f, e), vec[(v, f, e)]) for v, f, e in keys], step1,
+                            VECTOR_CHAINS)
+        first = dict(zip(keys, firsts))
+        m2_keys = [(value, "m2", elem) for value, elem in self._variances()]
+        second: dict[tuple, SSAValue] = {}
+        if m2_keys:
+            means = {k: kb.value(arith.DivfOp(first[(k[0], "sum", k[2])], splat(self._count(k[2]), vec[(k[0], "sum", k[2])])))
+                     for k in m2_keys}
+
+            def step2(key, idx, accs):
+                d = kb.value(arith.SubfOp(read(key[0], idx), means[key]))
+                return kb.value(arith.AddfOp(accs[m2_keys.index(key)], kb.value(arith.MulfOp(d, d)), REASSOC))
+
+            zeros = [splat(self._init("m2", e), VectorType(e, [lanes])) for _, _, e in m2_keys]
+            second = dict(zip(m2_keys, self._loop(kept, m2_keys, zeros, step2, VECTOR_CHAINS)))
+
+        def lane(accs: dict[tuple, SSAValue], i: int) -> dict[tuple, SSAValue]:
+            return {k: kb.value(vector.ExtractOp(v, [i], k[2])) for k, v in accs.items()}
+
+        return [self._results(lane(first, i), lane(second, i)) for i in range(lanes)]

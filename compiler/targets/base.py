@@ -42,7 +42,8 @@ class KernelCall:
     """A library op run on one of the target's own kernels: ``kernel`` launched on
     the op's operands, then its result; the operands at the positions of
     ``prepare`` replaced by what the function given there makes of them (a packed
-    weight, made by a step of its own).
+    weight: the host program makes it once per weight version under freezing,
+    else on every call).
 
         KernelCall(conv_kernel, ((1, pack_weight),))   # launch(x, pack_weight(w), b, out)
         KernelCall(SizedConv(spec), ((1, pack_weight),), sized=True)   # out = fn(x, pack_weight(w), b)
@@ -80,6 +81,8 @@ class Target:
     (in the half type); constants (cast-constants) and kernels follow it."""
     transpose_tile: int | None = None
     """Relayout reads through in-register transpose tiles of this width (``lowering.transpose_tiles``)."""
+    reduce_lanes: int | None = None
+    """Reductions over a kept contiguous dim compute this many neighbours per grid point (``lowering.lower``)."""
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
     own_conv_kernel_passes: tuple[str, ...] = ()

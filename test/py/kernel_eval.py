@@ -9,7 +9,7 @@ storages addressed with the strides of their memref type (never the torch
 tensor's own): a wrong stride reads the wrong element. Every load and store
 is bounds-checked, and each output element must be written exactly once.
 A ``memref.alloca`` is private to each grid point (one copy per point), and
-1-D vectors (the transpose tiles) carry a trailing dim of their length.
+1-D vectors (transpose tiles, reduction accumulators) carry a trailing dim of their length.
 
     outs = run_kernel(fn, [x, b])               # fn: a kernel func.func
     outs = run_program(program, [x, w, b])      # a KernelProgramIR's @forward
@@ -191,6 +191,12 @@ class KernelEval:
         if isinstance(op, vector.ShuffleOp):
             a, b = torch.broadcast_tensors(x[0][..., None], x[1][..., None])
             return [torch.cat([a[..., 0], b[..., 0]], dim=-1)[..., list(op.mask.get_values())]]
+        if isinstance(op, vector.BroadcastOp):
+            n = op.vector.type.get_shape()[0]
+            return [x[0][..., None].expand(*x[0].shape, n)]
+        if isinstance(op, vector.ExtractOp):
+            (position,) = op.static_position.get_values()
+            return [x[0][..., position]]
         if isinstance(op, vector.StoreOp):
             val, buf, idx = x[0], x[1], x[2:]
             for k in range(val.shape[-1]):
@@ -226,7 +232,8 @@ class KernelEval:
             "absf": lambda: torch.abs(a), "powf": lambda: torch.pow(a, x[1]), "fma": lambda: a * x[1] + x[2],
         }
         if name in simple:
-            return simple[name]().to(rt)
+            r = simple[name]()
+            return r if rt is None else r.to(rt)  # a vector's dtype is its elements'; rt is None
         if name in ("divui", "remui"):
             assert bool((a >= 0).all()) and bool((x[1] > 0).all()), "unsigned index math on negative values"
             return (torch.div(a, x[1], rounding_mode="floor") if name == "divui" else torch.remainder(a, x[1])).to(rt)
@@ -305,7 +312,7 @@ def run_program(program, inputs: list[torch.Tensor], function: str = "forward") 
 # -- the contract's structural rules --------------------------------------------------------
 _INSIDE = {
     "scf.for", "scf.if", "scf.yield", "scf.reduce", "memref.load", "memref.store", "memref.alloca",
-    "vector.transfer_read", "vector.shuffle", "vector.store",
+    "vector.transfer_read", "vector.shuffle", "vector.store", "vector.broadcast", "vector.extract",
     *(f"arith.{n}" for n in (
         "constant", "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "addf", "subf", "mulf", "divf",
         "maximumf", "minimumf", "negf", "cmpf", "cmpi", "select", "extf", "truncf", "extsi", "extui", "trunci",

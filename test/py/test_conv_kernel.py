@@ -234,6 +234,12 @@ def test_cost_model_rules():
     assert rule_for("x86", shape(kernel=(1, 1))).what == "1x1 conv2d"
     assert rule_for("x86", shape(spatial=3, kernel=(1, 1, 1))).what == "1x1x1 conv3d"
     assert not prefers_tessera("ptx", shape())  # only x86 has the kernel
+    # a squeeze-excite expansion: one output point, few input channels (oneDNN's call is all overhead)
+    se = shape(in_channels=8, kernel=(1, 1), points=1)
+    assert rule_for("x86", se).what.startswith("one output point") and prefers_tessera("x86", se)
+    assert prefers_tessera("x86", se, "contiguous", "contiguous")
+    assert not prefers_tessera("x86", shape(in_channels=8, kernel=(1, 1), points=4))
+    assert not prefers_tessera("x86", shape(groups=128, points=1), "contiguous")  # depthwise reads channels-last only
 
 
 def test_cost_model_decides_by_the_measured_gain(monkeypatch):
@@ -260,22 +266,13 @@ def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
         target == "x86" and (contiguous_input or all(v == "channels_last" for v in layouts))))
 
 
-def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
+def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch, pack_count, prepare_count):
     """With the cost model preferring tessera (forced here), a compiled model's
     channels-last f32 convs are launches of tessera's kernel, the SiLU in the
-    kernel's epilogue, weights packed once, and the result equals eager's on
-    every call (the second one takes the trusted launch path)."""
-    from tessera.compiler.weight_cache import PerVersion
-
+    kernel's epilogue, weights packed once (in the one step that prepares
+    weights), and the result equals eager's on every call (the second one
+    takes the trusted launch path)."""
     _force_tessera_convs(monkeypatch)
-    packs = []
-    original = PerVersion.__init__
-
-    def recording(self, fn, freezing=False):
-        original(self, fn, freezing)
-        packs.append(self)
-
-    monkeypatch.setattr(PerVersion, "__init__", recording)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(16, 24, 3, padding=1), torch.nn.SiLU(),
                                 torch.nn.Conv2d(24, 24, 1)).eval()
@@ -290,7 +287,32 @@ def test_host_program_runs_tessera_conv_where_the_model_prefers_it(monkeypatch):
     convs = [n for n in names if n.startswith("conv2d_")]
     assert len(convs) == 6  # both convs, three calls
     assert ["_silu" in n for n in convs[:2]] == [True, False]  # the SiLU is the first conv's epilogue
-    assert sum(p.packs for p in packs) == 2  # each weight packed once over three calls
+    assert pack_count["n"] == 2  # each weight packed once over three calls
+    assert prepare_count["n"] == 1  # by one step, which checks the parameters on each call
+
+
+def test_weights_packed_with_the_prepared_ones_follow_an_in_place_update(monkeypatch, pack_count, prepare_count):
+    """Under freezing tessera's conv weights are packed in the step that prepares
+    weights: an in-place update of one parameter (a new version) runs that step
+    again, every weight is packed again, and the result is eager's."""
+    _force_tessera_convs(monkeypatch)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(16, 24, 3, padding=1), torch.nn.BatchNorm2d(24), torch.nn.ReLU(),
+                                torch.nn.Conv2d(24, 24, 1)).eval()
+    x = torch.randn(1, 16, 9, 11)
+    with torch.no_grad():
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        assert (pack_count["n"], prepare_count["n"]) == (2, 1)
+        model[3].weight.mul_(-0.5)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model[1].running_var.mul_(4.0)  # the BatchNorm folded into the first conv's weight
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
+    assert (pack_count["n"], prepare_count["n"]) == (6, 3)
 
 
 def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):

@@ -62,11 +62,12 @@ def compare(got: list[torch.Tensor], expected: list[torch.Tensor], rtol: float |
 
 
 def check_lowering(text: str, rtol: float | None = None, seeds=(0, 1), half_in_f32: bool = True, module=None,
-                   inputs=None, transpose_tile: int | None = None):
+                   inputs=None, transpose_tile: int | None = None, reduce_lanes: int | None = None):
     """Fuse, lower, check the contract, and compare the kernels' outputs with
     the interpreter's on the graph before fusion; the KernelProgramIR."""
     before = module if module is not None else parse(text)
-    program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32, transpose_tile=transpose_tile)
+    program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32, transpose_tile=transpose_tile,
+                               reduce_lanes=reduce_lanes)
     verify_module(program.host)
     program.kernels.verify()
     assert kernels_of(program), "no kernels"
@@ -305,6 +306,67 @@ def test_reductions_over_channels_last_input(op, dims, keep, extra):
   %r = tsr.{op} %x {{dims = array<i64{': ' + dims if dims else ''}>, keepdim = {keep}{extra}}} : ({x}) -> {y}""", "%r"))
 
 
+@pytest.mark.parametrize(("op", "extra"), [("sum", ""), ("mean", ""), ("amax", ""), ("amin", ""),
+                                           ("var", ", correction = 1.0 : f64")])
+@pytest.mark.parametrize(("shape", "lanes", "keep"), [
+    ((1, 32, 5, 8), 16, "true"),    # 2 grid points of 16 lanes; w = 8: 4 chains
+    ((2, 24, 3, 3), 8, "false"),    # 24 = 3 x 8 lanes; w = 3: one chain
+    ((1, 6, 4, 4), 2, "true"),      # the widest lanes dividing 6
+])
+def test_reductions_over_space_of_channels_last_in_vector_lanes(op, extra, shape, lanes, keep):
+    """A channels-last tensor reduced over h, w: each grid point computes
+    ``lanes`` channels at once in vector accumulators, as the kernel
+    evaluator's lanes check against the interpreter."""
+    x = T(shape, layout="nhwc")
+    out = [n if d < 2 else 1 for d, n in enumerate(shape)] if keep == "true" else list(shape[:2])
+    y = T(tuple(out))
+    program = check_lowering(fn(f"%x: {x}", y, f"""
+  %r = tsr.{op} %x {{dims = array<i64: 2, 3>, keepdim = {keep}{extra}}} : ({x}) -> {y}""", "%r"), reduce_lanes=16)
+    k = the_kernel(program)
+    assert grid_of(k) == [n for n in (shape[0], shape[1] // lanes) if n > 1]
+    assert op_names(k).count("vector.extract") == lanes * (2 if op == "var" else 1)  # var: its sum and squares
+    assert f"vector<{lanes}xf32>" in text_of(k)
+
+
+def test_vector_lanes_keep_nan_and_the_scalar_path_where_they_do_not_apply():
+    """amax over space propagates NaN lane by lane; an input computed in the
+    kernel (silu) and a half input keep one channel per grid point."""
+    x = T((1, 16, 4, 4), layout="nhwc")
+    y = T((1, 16, 1, 1))
+
+    def nan_input(seed):
+        t = torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(seed)).to(memory_format=torch.channels_last)
+        t[0, 3, 2, 1] = float("nan")
+        return [t]
+    program = check_lowering(fn(f"%x: {x}", y, f"""
+  %r = tsr.amax %x {{dims = array<i64: 2, 3>, keepdim = true}} : ({x}) -> {y}""", "%r"), reduce_lanes=16, inputs=nan_input)
+    assert "vector.broadcast" in op_names(the_kernel(program))
+    (got,) = run_program(program, nan_input(0))
+    assert got[0, 3].isnan().all() and not got[0, 4].isnan().any()
+    program = check_lowering(fn(f"%x: {x}", y, f"""
+  %s = tsr.silu %x : ({x}) -> {x}
+  %r = tsr.mean %s {{dims = array<i64: 2, 3>, keepdim = true}} : ({x}) -> {y}""", "%r"), reduce_lanes=16)
+    assert grid_of(the_kernel(program)) == [16] and "vector.extract" not in op_names(the_kernel(program))
+    h, hy = T((1, 16, 4, 4), "f16", layout="nhwc"), T((1, 16, 1, 1), "f16")
+    program = check_lowering(fn(f"%x: {h}", hy, f"""
+  %r = tsr.sum %x {{dims = array<i64: 2, 3>, keepdim = true}} : ({h}) -> {hy}""", "%r"), reduce_lanes=16)
+    assert grid_of(the_kernel(program)) == [16]
+
+
+@pytest.mark.parametrize("features", ["+avx512f", "+avx2,+fma"])
+@pytest.mark.parametrize(("op", "instruction"), [("mean", "vaddps"), ("amax", "vmaxps")])
+def test_vector_lanes_assemble_to_vector_ops_not_gathers(features, op, instruction):
+    from tessera.compiler.codegen import assembly
+    from tessera.compiler.targets import codegen_target
+
+    x, y = T((1, 32, 56, 56), layout="nhwc"), T((1, 32, 1, 1))
+    program = lower_to_kernels(fuse(parse(fn(f"%x: {x}", y, f"""
+  %r = tsr.{op} %x {{dims = array<i64: 2, 3>, keepdim = true}} : ({x}) -> {y}""", "%r"))), reduce_lanes=16)
+    asm = assembly(program.kernels, codegen_target("x86", features=features))
+    assert "gather" not in asm
+    assert re.search(rf"\b{instruction}\s+[^\n]*%[yz]mm", asm), "vector ops"
+
+
 def test_integer_sum_and_bool_compare():
     x = T((4, 6), "i32")
     y = T((4,), "i64")
@@ -312,7 +374,7 @@ def test_integer_sum_and_bool_compare():
   %c = tsr.convert %x : ({x}) -> {T((4, 6), 'i64')}
   %s = tsr.sum %c {{dims = array<i64: 1>, keepdim = false}} : ({T((4, 6), 'i64')}) -> {y}
   %z = tsr.constant 0 : i32
-  %m = tsr.cmp gt, %x, %z : ({x}, i32) -> {T((4, 6), 'i1')}""", f"%s, %m"))
+  %m = tsr.cmp gt, %x, %z : ({x}, i32) -> {T((4, 6), 'i1')}""", "%s, %m"))
 
 
 def test_one_reduction_kernel_for_mean_and_var_of_one_value():

@@ -20,6 +20,8 @@ class X86(CpuTarget):
     """8 x 8 tiles, one ymm per row on AVX2 and AVX-512 alike; 16 x 16 tiles were
     1.1x faster only with warm caches in a C test of the ResNet block's relayout
     (BENCHMARKS.md), and not built."""
+    reduce_lanes = 16
+    """A zmm of f32 (two ymm on AVX2): the SLP vectorizer packs the lanes' loads and adds."""
     own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
@@ -44,7 +46,7 @@ class X86(CpuTarget):
         if impl is not None and isinstance(op, tsr.ConvOp):
             from .conv.host import conv_call
 
-            return conv_call(op, impl, freezing)
+            return conv_call(op, impl)
         if impl is not None and isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
             from .int8_gemm.host import Int8Gemm
 

@@ -100,9 +100,14 @@ _NO_KERNEL = (
     Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),
 )
 _CHANNELS_LAST_ONLY = Rule("depthwise (channels are the vector lanes: channels-last only)", lambda c: c.depthwise, 0.0)
+_ONE_POINT = Rule("one output point (a squeeze-excite 1x1 on pooled channels)", lambda c: c.points == 1, 5.2)
+"""A product of one pixel: oneDNN's call costs ~20 us of overhead, tessera's launch ~2
+(``bench/conv_kernels.py``, AMD EPYC, 1 thread: 8->32 10.2x, 4->96 10.3x, 48->1152 5.2x).
+Either layout of a ``1xCx1x1`` tensor is the same memory."""
 
 X86_RULES = (
     *_NO_KERNEL,
+    _ONE_POINT,
     Rule("depthwise 3-D", lambda c: c.depthwise and c.spatial == 3, 1.18),
     Rule("depthwise 2-D", lambda c: c.depthwise, 1.07),
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
@@ -118,6 +123,7 @@ RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_RULES}
 X86_CONTIGUOUS_INPUT_RULES = (
     *_NO_KERNEL,
     _CHANNELS_LAST_ONLY,
+    _ONE_POINT,
     Rule("C_in/groups < 16 (the kernel's own class: 0.44x channels-last)", lambda c: c.channels_per_group < 16, 0.44),
     Rule("3-D", lambda c: c.spatial == 3, 1.01),
     Rule("C_in/groups > 64", lambda c: c.channels_per_group > 64, 1.02),
@@ -145,6 +151,7 @@ CONTIGUOUS_INPUT_RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_CONTIGUOUS_INP
 X86_CONTIGUOUS_OUTPUT_RULES = (
     *_NO_KERNEL,
     _CHANNELS_LAST_ONLY,
+    _ONE_POINT,
     Rule("C_in/groups < 16 (the kernel's own class: 0.44x channels-last)", lambda c: c.channels_per_group < 16, 0.44),
     Rule("3-D", lambda c: c.spatial == 3, 0.97),
     Rule("2-D", lambda c: True, 1.13),

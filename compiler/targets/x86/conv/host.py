@@ -3,7 +3,7 @@
     %y = tsr.conv %x, %w, %b {activation = "silu", padding = array<i64: 1, 1>, ...}
          : (tensor<1x16x9x11xf32, #tsr.layout<nhwc>>, ...) -> tensor<1x24x9x11xf32, #tsr.layout<nhwc>>
     // the host program's steps (host_program.py)
-    Call(pack, (w,), (pw,))                  # the weight packed (once per weight version under freezing)
+    Call(pack, (w,), (pw,))                  # the weight packed (under freezing in the step preparing weights)
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
     // of dynamic sizes: Call(SizedConv(spec), (x, pw, b), (y,)), a kernel per size (sized.py)
@@ -23,23 +23,21 @@ from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.sized import SizedConv
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
 from tessera.compiler.targets.x86.conv_choice import conv_spec, split_impl
-from tessera.compiler.weight_cache import PackedWeight
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import is_static
 
 
-def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
+def conv_call(op: tsr.ConvOp, impl: str) -> KernelCall:
     """``op`` on its loaded kernel as ``impl`` says (``select-impl``'s choice: the
     vector path, and Winograd's ``m`` where it computes the conv), its weight
-    (operand 1) packed first (with ``freezing`` again only when the weight
-    changes, else on every call: :class:`PackedWeight`).
+    (operand 1) packed first (the host program says when: ``KernelCall``).
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
     isa, m = split_impl(impl)
     spec = conv_spec(op, isa)
     if m is not None:
         conv = WinogradConv(spec, m)
-        return KernelCall(conv, ((1, PackedWeight(WinogradPacker(conv.ws), freezing)),))
-    pack = ((1, PackedWeight(weight_packer(spec), freezing)),)
+        return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))
+    pack = ((1, weight_packer(spec)),)
     if not is_static(op.input.type.get_shape()):
         return KernelCall(SizedConv(spec), pack, sized=True)
     return KernelCall(load_conv(spec), pack)
