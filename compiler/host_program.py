@@ -283,7 +283,9 @@ def _prepare_step(b: _Builder, main: list[Step], outputs: tuple[int, ...], devic
     sources = tuple(dict.fromkeys(x for step in b.prepare for x in reads(step) if x not in made))
     used = {x for step in main for x in reads(step)} | set(outputs)
     outs = tuple(x for step in b.prepare for x in defines(step) if x in used)
-    return Call(PreparedWeights(Program(tuple(b.prepare), sources, outs, device), b.freezing), sources, outs)
+    # under freezing it runs once per parameter version: nothing kept between its runs
+    program = Program(tuple(b.prepare), sources, outs, device, reuse_buffers=not b.freezing)
+    return Call(PreparedWeights(program, b.freezing), sources, outs)
 
 
 def bind_reference(op: Operation, device: torch.device) -> Callable:

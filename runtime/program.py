@@ -12,7 +12,8 @@ right after its last use. An allocated intermediate (not an output) is kept
 for the next run and written again there when nothing else holds it: large
 buffers then keep their pages instead of being mapped and faulted in again on
 every call (the allocator returns big blocks to the OS); a ``SizedAlloc`` (sizes
-known at run time) keeps its tensor while the sizes repeat. ``reuse_buffers=False``
+known at run time) keeps its tensor while the sizes repeat. Kept buffers that
+are never alive at once share memory (``runtime/memory_plan.py``). ``reuse_buffers=False``
 allocates every buffer anew, so memory between calls holds only the outputs.
 
 A run whose launches need no check and whose buffers are kept (the steady
@@ -34,6 +35,7 @@ import torch
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import Launchable, placements_of
 from tessera.runtime.layouts import Placement
+from tessera.runtime.memory_plan import SlotMemory, plan_slots
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class Program:
     _kept: dict[int, torch.Tensor] = field(init=False, repr=False, compare=False)
     _running: threading.Lock = field(init=False, repr=False, compare=False)
     _runner: list = field(init=False, repr=False, compare=False)
+    _memory: SlotMemory | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -155,6 +158,8 @@ class Program:
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
         object.__setattr__(self, "_runner", [None, None])  # straight-line functions: plain, timed
+        plan = plan_slots(self.steps, self.inputs, self.outputs) if self.reuse_buffers else None
+        object.__setattr__(self, "_memory", SlotMemory(plan, self._alloc, self.device) if plan and plan.slot_of else None)
 
     def __reduce__(self) -> tuple:
         """Pickled as what it was made of (the graph cache stores programs): no kept buffers."""
@@ -195,8 +200,11 @@ class Program:
         return run
 
     def _buffer(self, b: int, keep: bool) -> torch.Tensor:
-        """A tensor for allocated buffer ``b``: last run's, when it is kept and no one else holds it."""
+        """A tensor for allocated buffer ``b``: its memory-plan slot's (``memory_plan``),
+        or last run's, when it is kept and no one else holds it."""
         keep = keep and b not in self._outputs
+        if keep and self._memory is not None and b in self._memory.plan.slot_of:
+            return self._memory.buffer(b)
         if keep:
             t, probe = self._kept.get(b), self._kept[_PROBE]
             if t is not None and _only_ours(t, probe):

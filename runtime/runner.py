@@ -141,6 +141,10 @@ class _Writer:
         self.emit(f"{_b(b)} = t")
 
     def alloc(self, step: Alloc) -> None:
+        memory = self.program._memory
+        if memory is not None and step.buffer in memory.plan.slot_of:  # a view of its slot (runtime.memory_plan)
+            self.emit(f"{_b(step.buffer)} = {self.name('M', memory.buffer)}({step.buffer})")
+            return
         pl = step.placement
         new = self._new(self.name("S", pl.shape), self.name("T", pl.strides), pl.dtype)
         if step.buffer in self.program._outputs:

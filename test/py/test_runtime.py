@@ -341,6 +341,80 @@ def test_program_reuses_its_intermediate_buffers_when_no_one_holds_them(scale_mo
     torch.testing.assert_close(held[0], before, rtol=0, atol=0)
 
 
+def _chain(k, nhwc, extra=()) -> list:
+    """y2 = k(x, s), y3 = k(y2, s), y4 = k(y3, s) (buffer 2 dead after the second launch), then ``extra``."""
+    return [Alloc(2, nhwc), Launch(k, (0, 1, 2)), Alloc(3, nhwc), Launch(k, (2, 1, 3)),
+            Alloc(4, nhwc), Launch(k, (3, 1, 4)), *extra]
+
+
+def test_memory_plan_shares_memory_between_buffers_never_alive_at_once(scale_module):
+    """Kept intermediates share a slot where their lifetimes do not overlap; a
+    call's result shares its argument's lifetime; what an output may view is
+    never planned; results are right on every run."""
+    from tessera.runtime.memory_plan import nbytes, plan_slots
+
+    k = scale_module.kernel("scale")
+    nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
+    steps = _chain(k, nhwc, [Alloc(6, nhwc), Launch(k, (4, 1, 6)), Call(torch.relu, (6,), (7,))])
+    plan = plan_slots(steps, (0, 1), (7,))
+    assert plan.slot_of[2] == plan.slot_of[4] != plan.slot_of[3]  # 4 is made after 2's last read
+    assert 6 not in plan.slot_of  # relu(6) is the output, and may be a view of it
+    assert len(plan.sizes) == 2 and min(plan.sizes) >= nbytes(nhwc)
+    viewing = [Alloc(2, nhwc), Launch(k, (0, 1, 2)), Call(lambda t: t.view_as(t), (2,), (5,)),
+               Alloc(3, nhwc), Launch(k, (5, 1, 3)), Alloc(4, nhwc), Launch(k, (3, 1, 4)), Call(torch.relu, (4,), (6,))]
+    plan_v = plan_slots(viewing, (0, 1), (6,))
+    assert plan_v.slot_of[2] != plan_v.slot_of[3]  # 2 lives on in its view 5, which the launch writing 3 reads
+
+    prog = Program(steps=steps, inputs=(0, 1), outputs=(7,))
+    x, s, _ = scale_inputs()
+
+    def want(x, s):
+        for _ in range(4):
+            x = scale_reference(x, s)
+        return x.relu()
+    for _ in range(3):
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, want(x, s), rtol=1e-4, atol=1e-4)
+    assert prog._memory.kept_bytes() == sum(plan.sizes)
+
+
+def test_memory_plan_gives_a_slot_new_memory_while_something_else_holds_it(scale_module):
+    """A library that keeps a planned buffer (as a weight cache keeps its
+    source) keeps that memory to itself: the slot moves to a new block, and
+    what it holds is never overwritten by a later buffer or run."""
+    k = scale_module.kernel("scale")
+    nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
+    held = []
+    steps = _chain(k, nhwc, [Call(lambda t: (held.append(t), t.relu())[1], (4,), (5,)),
+                             Call(lambda t, u: t + u.sum(), (5, 2 + 1), (6,))])
+    prog = Program(steps=steps, inputs=(0, 1), outputs=(6,))
+    assert set(prog._memory.plan.slot_of) == {2}  # 3 and 4 reach the output through calls
+    x, s, _ = scale_inputs()
+    x2, s2, _ = scale_inputs()
+    prog.run(x, s)
+    before = [t.clone() for t in held]
+    for args in ((x2, s2), (x, s), (x2, s2)):
+        prog.run(*args)
+        for t, b in zip(held, before):
+            torch.testing.assert_close(t, b, rtol=0, atol=0)
+        before = [t.clone() for t in held]
+
+    ext = []
+    chain = Program(steps=_chain(k, nhwc, [Call(torch.relu, (4,), (5,))]), inputs=(0, 1), outputs=(5,))
+    assert 2 in chain._memory.plan.slot_of
+    memory = chain._memory
+    chain.run(x, s)
+    ext.append(memory.views[2])  # someone outside holds buffer 2's tensor
+    kept = ext[0].clone()
+    (y,) = chain.run(x2, s2)
+    torch.testing.assert_close(ext[0], kept, rtol=0, atol=0)
+    assert memory.views[2].data_ptr() != ext[0].data_ptr()
+    want = x2
+    for _ in range(3):
+        want = scale_reference(want, s2)
+    torch.testing.assert_close(y, want.relu(), rtol=1e-4, atol=1e-4)
+
+
 def test_program_checks_launches_again_when_its_inputs_change(scale_module, monkeypatch):
     """Launches skip the signature check only on inputs like those of the last
     checked run: new strides are checked (and refused), the same ones are not."""
