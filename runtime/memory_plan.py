@@ -19,9 +19,10 @@ the output, and with it that memory. Neither are buffers of run-time sizes
 At run time (:class:`SlotMemory`) each slot is one byte tensor, and each
 planned buffer a view of it made once and kept. Before a buffer is handed out,
 the slot's storage must be held by that byte tensor and the kept views alone
-(and the view by the keep alone): otherwise something outside the program
-holds it (a cache keyed on a tensor the program made, a caller's reference to
-a result that viewed it), and the slot gets a new block.
+(its use count as it was when they were made) and the view by the keep alone:
+otherwise something outside the program holds it (a cache keyed on a tensor
+the program made, a caller's reference to a result that viewed it), and the
+slot gets a new block.
 """
 
 from __future__ import annotations
@@ -116,10 +117,13 @@ class SlotMemory:
 
     def __init__(self, plan: MemoryPlan, placements: dict[int, tuple], device: torch.device):
         self.plan, self.placements, self.device = plan, placements, device
-        self.blocks: list[torch.Tensor | None] = [None] * len(plan.sizes)
-        self.cdata: list[int] = [0] * len(plan.sizes)
+        n = len(plan.sizes)
+        self.blocks: list[torch.Tensor | None] = [None] * n
+        self.cdata: list[int] = [0] * n
+        self.uses: list[int] = [0] * n
+        """Each block's storage use count with the slot's kept views alone (as torch counts them)."""
         self.views: dict[int, torch.Tensor] = {}
-        self.in_slot: list[list[int]] = [[] for _ in plan.sizes]
+        self.in_slot: list[list[int]] = [[] for _ in range(n)]
         """The buffers with a kept view of each slot."""
         self.probe = object()
         """Held the way a kept view is (by this keep, and by the caller's local): the reference count to compare with."""
@@ -130,7 +134,7 @@ class SlotMemory:
         t, probe = self.views.get(b), self.probe
         slot = self.plan.slot_of[b]
         if (t is not None and sys.getrefcount(t) <= sys.getrefcount(probe)
-                and torch._C._storage_Use_Count(self.cdata[slot]) <= 1 + len(self.in_slot[slot])):
+                and torch._C._storage_Use_Count(self.cdata[slot]) <= self.uses[slot]):
             return t
         del t
         return self._view(b, slot)
@@ -138,7 +142,7 @@ class SlotMemory:
     def _view(self, b: int, slot: int) -> torch.Tensor:
         """A new view for ``b``, on a new block where the slot's is held outside the program."""
         block = self.blocks[slot]
-        if block is None or torch._C._storage_Use_Count(self.cdata[slot]) > 1 + len(self.in_slot[slot]) or any(
+        if block is None or torch._C._storage_Use_Count(self.cdata[slot]) > self.uses[slot] or any(
                 sys.getrefcount(self.views[x]) > 2 for x in self.in_slot[slot]):  # the keep, the call
             block = self.blocks[slot] = torch.empty(self.plan.sizes[slot], dtype=torch.uint8, device=self.device)
             self.cdata[slot] = block.untyped_storage()._cdata
@@ -150,6 +154,7 @@ class SlotMemory:
         t = self.views[b] = block.view(dtype).as_strided(shape, strides)
         if b not in self.in_slot[slot]:
             self.in_slot[slot].append(b)
+        self.uses[slot] = torch._C._storage_Use_Count(self.cdata[slot])
         return t
 
     def kept_bytes(self) -> int:

@@ -79,6 +79,7 @@ SHAPES = [
     (1, 33, 65, (7, 29), (1, 1), {}),                                    # 1x1, wide row (dynamic tiles)
     (1, 130, 50, (6, 35), (3, 3), dict(padding=1)),                      # input-channel blocks, partial last block
     (1, 12, 18, (9, 10), (3, 3), dict(padding=1, groups=3)),             # groups
+    (1, 104, 104, (9, 10), (3, 3), dict(padding=1, stride=2, groups=13)),  # 8 per group (RegNetY), 13 groups
     (2, 40, 40, (11, 13), (3, 3), dict(padding=1, groups=40)),           # depthwise, 40 = 2.5 vectors
     (1, 24, 24, (7, 9), (5, 5), dict(padding=2, stride=2, groups=24)),   # depthwise 5x5 stride 2
     (1, 8, 16, (6, 5), (3, 3), dict(padding=(0, 2))),                    # asymmetric padding, all tiles static
@@ -231,6 +232,8 @@ def test_cost_model_rules():
     assert rule_for("x86", shape(dtype="bf16")).what == "not f32" and not prefers_tessera("x86", shape(dtype="bf16"))
     assert rule_for("x86", shape(groups=128)).what == "depthwise 2-D"
     assert rule_for("x86", shape(in_channels=3)).what == "C_in/groups < 16"
+    assert rule_for("x86", shape(in_channels=104, groups=13)).what == "grouped, 8-15 channels per group"
+    assert not prefers_tessera("x86", shape(in_channels=128, groups=32))  # 4 per group: oneDNN
     assert rule_for("x86", shape(kernel=(1, 1))).what == "1x1 conv2d"
     assert rule_for("x86", shape(spatial=3, kernel=(1, 1, 1))).what == "1x1x1 conv3d"
     assert not prefers_tessera("ptx", shape())  # only x86 has the kernel

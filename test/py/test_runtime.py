@@ -372,9 +372,12 @@ def test_memory_plan_shares_memory_between_buffers_never_alive_at_once(scale_mod
         for _ in range(4):
             x = scale_reference(x, s)
         return x.relu()
+    blocks = []
     for _ in range(3):
         (y,) = prog.run(x, s)
         torch.testing.assert_close(y, want(x, s), rtol=1e-4, atol=1e-4)
+        blocks.append([weakref.ref(t) for t in (*prog._memory.blocks, *prog._memory.views.values())])
+    assert all(a() is b() is c() is not None for a, b, c in zip(*blocks))  # the same memory and views every run
     assert prog._memory.kept_bytes() == sum(plan.sizes)
 
 

@@ -23,6 +23,9 @@ clock | 2 threads, wall clock, Inductor compiling between the shapes::
     depthwise 2-D (3x3, 256 ch, 56x56) ............. 1.10x | 1.07x | 1.00x    tessera (median 1.07)
     C_in/groups < 16 (3->64 at 224x224) ............ 0.37x | 0.54x | 0.44x    oneDNN
     grouped, 16 ch per group (g=8, 128 ch) ......... 1.15x | 1.14x | 1.23x    tessera
+    grouped, 8 ch per group (RegNetY-400MF's 3x3, AMD EPYC, 1 thread, session 18):
+      48 g6 56x56 1.15x, 104 g13 28x28 1.28x, 208 g26 14x14 1.03x,
+      440 g55 7x7 1.69x, 104 g13 56x56 s2 1.31x ..... median 1.28x             tessera
     1x1x1 conv3d (128->64, 4x32x32) ................ 1.29x | 1.39x | 1.17x    tessera
     1x1 conv2d 256->256 at 56x56 ................... 1.05x | 1.06x | 1.07x    tessera
     1x1 conv2d 256->64 at 56x56 .................... 1.25x | 1.21x | 0.96x
@@ -110,6 +113,7 @@ X86_RULES = (
     _ONE_POINT,
     Rule("depthwise 3-D", lambda c: c.depthwise and c.spatial == 3, 1.18),
     Rule("depthwise 2-D", lambda c: c.depthwise, 1.07),
+    Rule("grouped, 8-15 channels per group", lambda c: c.groups > 1 and c.channels_per_group >= 8, 1.28),
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
     Rule("grouped", lambda c: c.groups > 1, 1.15),
     Rule("1x1x1 conv3d", lambda c: c.pointwise and c.spatial == 3, 1.29),
