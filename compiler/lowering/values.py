@@ -42,6 +42,9 @@ class ValueEmitter:
         self.body = body
         self.refs = list(inputs)
         self.inputs = dict(zip(body.args, inputs))
+        self.picks: dict[tsr.ConcatOp, tuple[SSAValue, int]] = {}
+        """Concats known to read one operand in the loop being emitted: op -> (the
+        loop's index value along the concat's dim, the operand); ``concat_segments``."""
 
     def sizes(self, v: SSAValue) -> list[int | SSAValue]:
         """The sizes of body value ``v``: numbers, and index values read from the
@@ -126,7 +129,8 @@ class ValueEmitter:
         return self.kb.select(cond, x, fill)
 
     def _concat(self, op: tsr.ConcatOp, idx: Index) -> SSAValue:
-        """A chain of ``scf.if``: each operand is computed only where it is read."""
+        """A chain of ``scf.if``: each operand is computed only where it is read;
+        in a loop over one operand's segment (:attr:`picks`), that operand."""
         kb = self.kb
         dim = op.dim.value.data % len(idx)
         sizes = [shape_of(x.type)[dim] for x in op.inputs]
@@ -141,6 +145,10 @@ class ValueEmitter:
             at = list(idx)
             at[dim] = kb.sub(idx[dim], offsets[k])
             return self.sc.convert(self.at(x, tuple(at)), elem_of(x.type), elem)
+
+        pick = self.picks.get(op)
+        if pick is not None and idx[dim] is pick[0]:
+            return piece(pick[1])
 
         def chain(k: int) -> SSAValue:
             if k == len(sizes) - 1:

@@ -411,16 +411,44 @@ def test_permute_reshape_expand_slice():
   %y = tsr.mul %q, %f : ({T((4, 3, 2))}, {T((4, 3, 1))}) -> {T((4, 3, 2), layout=(2, 0, 1))}""", "%y"))
 
 
-def test_concat_channels_last_is_a_chain_of_ifs():
+def test_concat_along_the_contiguous_dim_is_a_loop_per_operand():
+    """A channels-last concat along c, read at the kernel's index: the loop over
+    c splits into one loop per operand (no choosing per element), each operand
+    computed only in its own loop; two concats split at the union of their
+    bounds."""
     a, b, c = T((1, 3, 2, 4), layout="nhwc"), T((1, 5, 2, 4)), T((1, 2, 2, 4), layout="nhwc")
     y = T((1, 10, 2, 4), layout="nhwc")
     program = check_lowering(fn(f"%a: {a}, %b: {b}, %c: {c}", y, f"""
   %e = tsr.exp %b : ({b}) -> {b}
   %y = tsr.concat %a, %e, %c {{dim = 1 : i64}} : ({a}, {b}, {c}) -> {y}""", "%y"))
     k = the_kernel(program)
-    assert sum(isinstance(op, scf.IfOp) for op in k.walk()) == 2
-    exp_parent = next(op for op in k.walk() if op.name == "math.exp").parent_op()
-    assert isinstance(exp_parent, scf.IfOp), "each operand is computed only in its branch"
+    assert not any(isinstance(op, scf.IfOp) for op in k.walk())
+    loops = [op for op in k.walk() if isinstance(op, scf.ForOp)]
+    assert [op.ub.owner.value.value.data for op in loops] == [3, 5, 2]
+    assert [op.name for op in loops[1].body.walk()].count("math.exp") == 1
+    assert not any(op.name == "math.exp" for loop in (loops[0], loops[2]) for op in loop.body.walk())
+    d, e = T((1, 6, 2, 4), layout="nhwc"), T((1, 4, 2, 4), layout="nhwc")
+    program = check_lowering(fn(f"%a: {a}, %b: {b}, %c: {c}, %d: {d}, %e: {e}", y, f"""
+  %x = tsr.concat %a, %b, %c {{dim = 1 : i64}} : ({a}, {b}, {c}) -> {y}
+  %z = tsr.concat %d, %e {{dim = 1 : i64}} : ({d}, {e}) -> {y}
+  %y = tsr.add %x, %z : ({y}, {y}) -> {y}""", "%y"))
+    assert [op.ub.owner.value.value.data for op in the_kernel(program).walk() if isinstance(op, scf.ForOp)] == [3, 3, 2, 2]
+
+
+def test_concat_across_the_loops_is_a_chain_of_ifs():
+    """A concat along another dim (h of NHWC), or read at a shifted index
+    (through a slice), chooses its operand per element."""
+    a, b = T((1, 4, 2, 3), layout="nhwc"), T((1, 4, 3, 3), layout="nhwc")
+    y = T((1, 4, 5, 3), layout="nhwc")
+    program = check_lowering(fn(f"%a: {a}, %b: {b}", y, f"""
+  %y = tsr.concat %a, %b {{dim = 2 : i64}} : ({a}, {b}) -> {y}""", "%y"))
+    assert sum(isinstance(op, scf.IfOp) for op in the_kernel(program).walk()) == 1
+    c, d, w = T((1, 3, 2, 4), layout="nhwc"), T((1, 5, 2, 4), layout="nhwc"), T((1, 8, 2, 4), layout="nhwc")
+    s = T((1, 6, 2, 4), layout="nhwc")
+    program = check_lowering(fn(f"%c: {c}, %d: {d}, %w: {w}", s, f"""
+  %x = tsr.concat %c, %d {{dim = 1 : i64}} : ({c}, {d}) -> {w}
+  %s = tsr.slice %x {{dim = 1 : i64, start = 2 : i64, end = 8 : i64, step = 1 : i64}} : ({w}) -> {s}""", "%s"))
+    assert sum(isinstance(op, scf.IfOp) for op in the_kernel(program).walk()) == 1
 
 
 @pytest.mark.parametrize(("src", "dst", "scales"), [
