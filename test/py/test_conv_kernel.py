@@ -234,6 +234,8 @@ def test_cost_model_rules():
     assert rule_for("x86", shape(in_channels=3)).what == "C_in/groups < 16"
     assert rule_for("x86", shape(in_channels=104, groups=13)).what == "grouped, 8-15 channels per group"
     assert not prefers_tessera("x86", shape(in_channels=128, groups=32))  # 4 per group: oneDNN
+    assert prefers_tessera("x86", shape(in_channels=3, stride=(2, 2)))  # MobileNet's stem
+    assert not prefers_tessera("x86", shape(in_channels=3, kernel=(7, 7), stride=(2, 2)))  # ResNet's
     assert rule_for("x86", shape(kernel=(1, 1))).what == "1x1 conv2d"
     assert rule_for("x86", shape(spatial=3, kernel=(1, 1, 1))).what == "1x1x1 conv3d"
     assert not prefers_tessera("ptx", shape())  # only x86 has the kernel
