@@ -61,9 +61,12 @@ def plan_slots(steps: Sequence, inputs: Sequence[int], outputs: Sequence[int]) -
     parent: dict[int, int] = {}
 
     def find(b: int) -> int:
-        while parent.get(b, b) != b:
-            b = parent[b] = parent.get(parent[b], parent[b])
-        return b
+        root = b
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while b != root:  # every buffer on the way now points at the root
+            parent[b], b = root, parent[b]
+        return root
 
     def union(a: int, b: int) -> None:
         ra, rb = find(a), find(b)
@@ -81,11 +84,12 @@ def plan_slots(steps: Sequence, inputs: Sequence[int], outputs: Sequence[int]) -
             for r in step.results:
                 for a in step.args:
                     union(r, a)
-    span: dict[int, tuple[int, int]] = {}
+    span: dict[int, tuple[int, int]] = {}  # a group's first definition (not its inputs': no slot holds one) and last use
     for b in first:
         root = find(b)
-        lo, hi = span.get(root, (first[b], last.get(b, first[b])))
-        span[root] = (min(lo, first[b]), max(hi, last.get(b, first[b])))
+        start = first[b] if first[b] >= 0 else len(steps)
+        lo, hi = span.get(root, (start, last.get(b, first[b])))
+        span[root] = (min(lo, start), max(hi, last.get(b, first[b])))
     escaping = {find(b) for b in outputs}
     allocs = [s for s in steps if isinstance(s, Alloc) and find(s.buffer) not in escaping]
     slot_of: dict[int, int] = {}

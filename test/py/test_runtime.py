@@ -381,6 +381,59 @@ def test_memory_plan_shares_memory_between_buffers_never_alive_at_once(scale_mod
     assert prog._memory.kept_bytes() == sum(plan.sizes)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_memory_plan_never_shares_a_slot_between_buffers_alive_at_once(seed):
+    """Random programs of allocations, launches and calls (whose results may
+    view their arguments): buffers sharing a slot never have overlapping
+    lifetimes, counted through every chain of calls (a brute-force closure)."""
+    import random
+
+    from tessera.runtime.layouts import Placement
+    from tessera.runtime.memory_plan import plan_slots
+
+    rng = random.Random(seed)
+    inputs = (0, 1, 2)
+    defined, steps, nxt = list(inputs), [], 3
+    for _ in range(40):
+        reads_ = rng.sample(defined, min(len(defined), rng.randint(1, 3)))
+        if rng.random() < 0.6:
+            steps += [Alloc(nxt, Placement(torch.float32, (rng.randint(1, 64),), (1,))), Launch(None, (*reads_, nxt))]
+        else:
+            steps.append(Call(None, tuple(reads_), (nxt,)))
+        defined.append(nxt)
+        nxt += 1
+    outputs = (nxt - 1,)
+    plan = plan_slots(steps, inputs, outputs)
+    edges: dict[int, set[int]] = {b: {b} for b in defined}
+    for st in steps:
+        if isinstance(st, Call):
+            for r in st.results:
+                for a in st.args:
+                    edges[r].add(a)
+                    edges[a].add(r)
+    first = {b: i for i, st in enumerate(steps) for b in ([st.buffer] if isinstance(st, Alloc) else getattr(st, "results", ()))}
+    last = {b: i for i, st in enumerate(steps) for b in (st.args if not isinstance(st, Alloc) else (st.buffer,))}
+
+    def group(b):
+        seen, todo = {b}, [b]
+        while todo:
+            for y in edges[todo.pop()] - seen:
+                seen.add(y)
+                todo.append(y)
+        return seen
+
+    def span(b):
+        g = group(b)
+        return min(first[x] for x in g if x in first), max(last.get(x, first.get(x, -1)) for x in g)
+    assert not any(x in plan.slot_of for o in outputs for x in group(o))
+    planned = sorted(plan.slot_of)
+    for i, a in enumerate(planned):
+        for b in planned[i + 1:]:
+            if plan.slot_of[a] == plan.slot_of[b]:
+                (lo_a, hi_a), (lo_b, hi_b) = span(a), span(b)
+                assert hi_a < lo_b or hi_b < lo_a, (a, b, span(a), span(b))
+
+
 def test_memory_plan_gives_a_slot_new_memory_while_something_else_holds_it(scale_module):
     """A library that keeps a planned buffer (as a weight cache keeps its
     source) keeps that memory to itself: the slot moves to a new block, and
