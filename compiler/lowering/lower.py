@@ -73,12 +73,14 @@ def _print(op: Operation) -> str:
 
 
 def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), tile: int | None = None,
-                lanes: int | None = None) -> func.FuncOp:
+                lanes: int | None = None, concat_loops: bool = True) -> func.FuncOp:
     """The kernel function computing ``op``'s results from its operands.
     ``tile``: the width of the transpose tiles for inputs read across their
     contiguous dim (``transpose_tiles``; None: strided reads). ``lanes``: the
     most kept indices a reduction grid point computes side by side
-    (``_lane_split``; None: one)."""
+    (``_lane_split``; None: one). ``concat_loops``: split a pointwise kernel's
+    innermost loop at the operands of a concat along it (``concat_segments``;
+    not where each thread computes one point: a GPU's grid takes that loop)."""
     n_in, n_out = len(op.inputs), len(op.outs)
     arg_types = [memref_type(v.type) for v in op.inputs] + [memref_type(r.type) for r in op.outs]
     names = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
@@ -94,7 +96,7 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
         _reduction_kernel(kb, scalars, values, reductions, outs, lanes)
     else:
         reads = list(zip(body.args, kb.args[:n_in]))
-        _pointwise_kernel(kb, scalars, values, outs, reads, tile)
+        _pointwise_kernel(kb, scalars, values, outs, reads, tile, concat_loops)
     return kb.finish()
 
 
@@ -170,7 +172,7 @@ def _tile_grid_order(dims: list[int], out_layout, in_layout) -> list[int]:
 
 
 def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
-                      reads=(), tile: int | None = None) -> None:
+                      reads=(), tile: int | None = None, concat_loops: bool = True) -> None:
     """``reads``: (body argument, input memref) pairs."""
     first = outs[0][0].type
     shape = shape_of(first)
@@ -196,7 +198,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     if transposed:
         _tiled_pointwise(kb, out_ref, dims, transposed, tile, layout_of(first), index, point)
         return
-    segments = concat_segments(values.body, inner, shape) if inner is not None else []
+    segments = concat_segments(values.body, inner, shape) if inner is not None and concat_loops else []
 
     def grid_body(ivs) -> None:
         at = dict(zip(grid_dims, ivs))
@@ -359,13 +361,14 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
 
 
 def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_tile: int | None = None,
-                     reduce_lanes: int | None = None) -> KernelProgramIR:
+                     reduce_lanes: int | None = None, concat_loops: bool = True) -> KernelProgramIR:
     """Lower every ``tsr.fused`` of ``module`` (the ``fused`` stage, not
     modified) to a kernel and a ``tsr.launch``. ``half_in_f32``: compute
     ``f16``/``bf16`` in ``f32`` (x86, CUDA) or natively (Metal).
     ``transpose_tile``: width of the in-register transpose tiles (x86: 8).
     ``reduce_lanes``: the kept indices a reduction's grid point computes side
-    by side along a kept contiguous dim (x86: 16, a vector of f32)."""
+    by side along a kept contiguous dim (x86: 16, a vector of f32).
+    ``concat_loops``: a loop per concat operand along the innermost loop (CPUs)."""
     numerics = Numerics(half_in_f32)
     host = module.clone()
     kernels = ModuleOp([])
@@ -374,7 +377,7 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_ti
     for op in fused:
         name = f"fused_{len(by_text)}"
         try:
-            kernel = lower_fused(op, name, numerics, transpose_tile, reduce_lanes)
+            kernel = lower_fused(op, name, numerics, transpose_tile, reduce_lanes, concat_loops)
             dynamic = not all(is_static(shape_of(r.type)) for r in op.outs)
             dims = encode_result_dims(result_dims(op)) if dynamic else None
         except LoweringError as e:

@@ -427,6 +427,9 @@ def test_concat_along_the_contiguous_dim_is_a_loop_per_operand():
     assert [op.ub.owner.value.value.data for op in loops] == [3, 5, 2]
     assert [op.name for op in loops[1].body.walk()].count("math.exp") == 1
     assert not any(op.name == "math.exp" for loop in (loops[0], loops[2]) for op in loop.body.walk())
+    gpu = lower_to_kernels(fuse(parse(fn(f"%a: {a}, %b: {b}, %c: {c}", y, f"""
+  %y = tsr.concat %a, %b, %c {{dim = 1 : i64}} : ({a}, {b}, {c}) -> {y}""", "%y"))), concat_loops=False)
+    assert sum(isinstance(op, scf.IfOp) for op in the_kernel(gpu).walk()) == 2  # a GPU's grid takes the one loop
     d, e = T((1, 6, 2, 4), layout="nhwc"), T((1, 4, 2, 4), layout="nhwc")
     program = check_lowering(fn(f"%a: {a}, %b: {b}, %c: {c}, %d: {d}, %e: {e}", y, f"""
   %x = tsr.concat %a, %b, %c {{dim = 1 : i64}} : ({a}, {b}, {c}) -> {y}
