@@ -99,11 +99,11 @@ class ConvShape:
     @classmethod
     def of(cls, op) -> ConvShape:
         """The class of a ``tsr.conv``."""
-        from tessera.dialects.tsr.shapes import elem_of, ints, shape_of
+        from tessera.dialects.tsr.shapes import elem_of, ints, is_static, numel, shape_of
 
         w = shape_of(op.weight.type)
         space = shape_of(op.result.type)[2:]
-        points = math.prod(space) if all(n >= 0 for n in space) else None
+        points = numel(space) if is_static(space) else None
         return cls(spatial=len(w) - 2, dtype=str(elem_of(op.input.type)), in_channels=shape_of(op.input.type)[1],
                    out_channels=w[0], groups=op.groups.value.data, kernel=tuple(w[2:]), stride=tuple(ints(op.stride)),
                    points=points)

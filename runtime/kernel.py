@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from tessera.runtime.errors import SignatureMismatch
-from tessera.runtime.layouts import same_strides
+from tessera.runtime.layouts import extent, same_strides
 from tessera.runtime.options import RuntimeOptions
 from tessera.runtime.signature import DYNAMIC, KernelSignature
 
@@ -164,10 +164,7 @@ def _show(sizes: Sequence[int]) -> str:
 
 
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:
-    if t.numel() == 0:
-        return (t.data_ptr(), t.data_ptr())
-    extent = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
-    return (t.data_ptr(), t.data_ptr() + extent * t.element_size())
+    return (t.data_ptr(), t.data_ptr() + extent(t.shape, t.stride()) * t.element_size())
 
 
 def _torch_dtype(name: str) -> torch.dtype:

@@ -100,6 +100,14 @@ def dense_strides(sizes: Sequence[int], order: Sequence[int]) -> tuple[int, ...]
     return tuple(strides)
 
 
+def extent(sizes: Sequence[int], strides: Sequence[int]) -> int:
+    """How many elements a tensor of ``sizes`` and ``strides`` spans, from its first
+    to its last (0 when it is empty)."""
+    if any(n == 0 for n in sizes):
+        return 0
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(sizes, strides))
+
+
 def allocate(placement: Placement, device: torch.device | str = "cpu") -> torch.Tensor:
     """An uninitialised tensor in ``placement``."""
     return torch.empty_strided(placement.shape, placement.strides, dtype=placement.dtype, device=device)

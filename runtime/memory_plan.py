@@ -19,8 +19,9 @@ the output, and with it that memory. Neither are buffers of run-time sizes
 At run time (:class:`SlotMemory`) each slot is one byte tensor, and each
 planned buffer a view of it made once and kept. Before a buffer is handed out,
 the slot's storage must be held by that byte tensor and the kept views alone
-(its use count as it was when they were made) and the view by the keep alone:
-otherwise something outside the program holds it (a cache keyed on a tensor
+(its use count as it was when they were made), and the view, and the one the
+slot handed out before it, by the keep alone: otherwise something outside the
+program holds it (a cache keyed on a tensor
 the program made, a caller's reference to a result that viewed it), and the
 slot gets a new block.
 """
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tessera.runtime.layouts import Placement
+from tessera.runtime.layouts import Placement, extent
 
 ALIGN = 64
 """Slot sizes are multiples of a cache line (and of every element size)."""
@@ -49,9 +50,7 @@ class MemoryPlan:
 
 def nbytes(p: Placement) -> int:
     """The bytes a tensor of placement ``p`` spans."""
-    if any(n == 0 for n in p.shape):
-        return 0
-    return (1 + sum((n - 1) * s for n, s in zip(p.shape, p.strides))) * p.dtype.itemsize
+    return extent(p.shape, p.strides) * p.dtype.itemsize
 
 
 def plan_slots(steps: Sequence, inputs: Sequence[int], outputs: Sequence[int]) -> MemoryPlan:
@@ -129,18 +128,25 @@ class SlotMemory:
         self.views: dict[int, torch.Tensor] = {}
         self.in_slot: list[list[int]] = [[] for _ in range(n)]
         """The buffers with a kept view of each slot."""
+        self.last: list[int | None] = [None] * n
+        """The buffer each slot handed out last: only its view can be held since (lifetimes in a slot do not overlap)."""
         self.probe = object()
         """Held the way a kept view is (by this keep, and by the caller's local): the reference count to compare with."""
 
     def buffer(self, b: int) -> torch.Tensor:
         """Planned buffer ``b``'s tensor for this run: its kept view, unless
-        something outside the program holds it or its slot's memory."""
-        t, probe = self.views.get(b), self.probe
+        something outside the program holds it, the view the slot last handed
+        out (a library that kept the tensor of a buffer before ``b``), or the
+        slot's memory."""
         slot = self.plan.slot_of[b]
+        t, probe, before = self.views.get(b), self.probe, self.last[slot]
+        prev = self.views.get(before) if before is not None and before != b else None
         if (t is not None and sys.getrefcount(t) <= sys.getrefcount(probe)
+                and (prev is None or sys.getrefcount(prev) <= sys.getrefcount(probe))
                 and torch._C._storage_Use_Count(self.cdata[slot]) <= self.uses[slot]):
+            self.last[slot] = b
             return t
-        del t
+        del t, prev
         return self._view(b, slot)
 
     def _view(self, b: int, slot: int) -> torch.Tensor:
@@ -159,6 +165,7 @@ class SlotMemory:
         if b not in self.in_slot[slot]:
             self.in_slot[slot].append(b)
         self.uses[slot] = torch._C._storage_Use_Count(self.cdata[slot])
+        self.last[slot] = b
         return t
 
     def kept_bytes(self) -> int:

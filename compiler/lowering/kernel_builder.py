@@ -53,6 +53,13 @@ def storage_type(elem: Attribute) -> Attribute:
     return i8 if elem == dtypes.ui8 else elem
 
 
+def loop_dims(t: TensorType) -> list[int]:
+    """The dims of a tensor type worth a loop, outermost first in memory (its
+    last, where there is one, the dim of stride 1)."""
+    shape = t.get_shape()
+    return [d for d in layout_of(t) if shape[d] != 1]
+
+
 def memref_type(t: TensorType) -> MemRefType:
     """The memref of a tensor type: its shape, its layout's strides (the
     identity layout when they are the row-major ones). A stride that depends

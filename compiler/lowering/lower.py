@@ -47,7 +47,7 @@ from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, shape_of
 
 from ..ir_io import op_location
 from .dim_exprs import RESULT_DIMS, encode_result_dims, result_dims
-from .kernel_builder import KernelBuilder, LoweringError, memref_type, storage_type
+from .kernel_builder import KernelBuilder, LoweringError, loop_dims, memref_type, storage_type
 from .reductions import ReductionLoops
 from .scalar_ops import Numerics, ScalarLowering
 from .transpose_tiles import TransposeTiles, read_at_output_index, tileable_element
@@ -100,12 +100,6 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
     return kb.finish()
 
 
-def _loop_dims(t) -> list[int]:
-    """The dims of a tensor type worth a loop, outermost first in memory."""
-    shape = shape_of(t)
-    return [d for d in layout_of(t) if shape[d] != 1]
-
-
 def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
     """The output's loop order, with the contiguous dim of the largest input
     that is laid out differently (a relayout read) moved second innermost: the
@@ -122,7 +116,7 @@ def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
     if len(dims) < 2 or not same_dims:
         return dims
     widest = max(same_dims, key=lambda t: math.prod(abs(n) for n in shape_of(t)))  # a dynamic size: the largest
-    d_in = _loop_dims(widest)[-1]
+    d_in = loop_dims(widest)[-1]
     if d_in == dims[-1]:
         return dims
     return [d for d in dims[:-1] if d != d_in] + [d_in, dims[-1]]
@@ -136,7 +130,7 @@ def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[
     if tile is None or len(dims) < 2 or any(DYNAMIC != shape[d] < tile for d in dims[-2:]):
         return []
     return [(ref, arg.type) for arg, ref in reads
-            if shape_of(arg.type) == tuple(shape) and _loop_dims(arg.type)[-1] == dims[-2]
+            if shape_of(arg.type) == tuple(shape) and loop_dims(arg.type)[-1] == dims[-2]
             and tileable_element(elem_of(arg.type)) and read_at_output_index(arg, shape)]
 
 
@@ -182,7 +176,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
                 f"the results of a pointwise tsr.fused must have one shape, got {list(shape)} and {list(shape_of(v.type))}"
             )
     out_ref = outs[0][1]
-    dims = _transpose_aware(_loop_dims(first), first, [arg.type for arg, _ in reads])
+    dims = _transpose_aware(loop_dims(first), first, [arg.type for arg, _ in reads])
     inner = dims[-1] if dims else None
     grid_dims = dims[:-1]
 
@@ -308,7 +302,7 @@ def _lane_split(loops: ReductionLoops, kept_dims: list[int], most: int | None) -
     """
     if not most or not loops.loop_dims:
         return None
-    inner = _loop_dims(loops.input.type)[-1]
+    inner = loop_dims(loops.input.type)[-1]
     n = loops.shape[inner]
     if inner not in kept_dims or n == DYNAMIC or not loops.vector_lanes(inner):
         return None
@@ -328,7 +322,7 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
     kept_dims = [d for d in range(rank) if d not in red]
     first = outs[0][0]
     keepdim = bool(first.owner.keepdim.value.data)
-    grid_dims = _loop_dims(first.type)
+    grid_dims = loop_dims(first.type)
     split = _lane_split(loops, kept_dims, most_lanes)
 
     def out_to_in(d: int) -> int:

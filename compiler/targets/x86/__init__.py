@@ -21,7 +21,7 @@ class X86(CpuTarget):
     1.1x faster only with warm caches in a C test of the ResNet block's relayout
     (BENCHMARKS.md), and not built."""
     reduce_lanes = 16
-    """A zmm of f32 (two ymm on AVX2): the SLP vectorizer packs the lanes' loads and adds."""
+    """A zmm of f32 (two ymm on AVX2) per reduction grid point, in ``vector`` ops of the kernel IR."""
     own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:

@@ -112,8 +112,9 @@ _STEM = Rule("a 3x3 stride-2 stem (C_in < 16)", lambda c: (
     c.spatial == 2 and c.groups == 1 and c.channels_per_group < 16 and c.kernel == (3, 3) and c.stride == (2, 2)), 1.5)
 """MobileNetV2's, EfficientNet's and RegNetY's first conv (3->32 at 224x224). Alone both
 run it at ~170 GFLOP/s (``bench/conv_kernels.py``: 1.01x); in the network oneDNN's call
-costs 0.29-0.41 ms against ~0.13 alone (the 1.6 MB output it allocates on each call), and
-the kernel, writing a kept buffer, saved 0.13-0.17 ms end to end (interleaved A/B,
+costs 0.29-0.41 ms against ~0.13 alone (likely the 1.6 MB output it allocates on each
+call, faulted in; not measured apart), and the kernel, writing a kept buffer, saved
+0.13-0.17 ms end to end (interleaved A/B,
 1 thread, freezing: MobileNetV2 4.75 -> 4.58 ms, RegNetY-400MF 7.79 -> 7.65): ~1.5x.
 ResNet's 7x7 stem stays on oneDNN (alone 0.49x)."""
 
