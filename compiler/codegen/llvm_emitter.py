@@ -76,7 +76,8 @@ class KernelEmitter:
                 for g in self.form.signature.grid]
         for op in self.form.func.body.block.ops:
             if op is self.form.parallel:
-                self.target.emit_grid(self.b, fn, grid, self._grid_point)
+                loops = any(isinstance(inner, scf.ForOp) for inner in op.walk())
+                self.target.emit_grid(self.b, fn, grid, self._grid_point, vectorize=not loops)
             elif op.name != "func.return":
                 self.emit_op(op)
         ir.IRBuilder(self.entry).branch(start)

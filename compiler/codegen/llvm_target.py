@@ -107,9 +107,11 @@ class LlvmTarget:
         raise NotImplementedError
 
     def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
-                  body: BodyEmitter) -> None:
+                  body: BodyEmitter, vectorize: bool = True) -> None:
         """Walk this call's share of ``grid`` (extents: numbers, or ``i64`` values
-        of a dynamic kernel), calling ``body`` once per point; ends with the function's ``ret``."""
+        of a dynamic kernel), calling ``body`` once per point; ends with the function's ``ret``.
+        ``vectorize=False``: the body has loops of its own, which are where vectors
+        belong; a loop over grid points stays scalar (where the target has one)."""
         raise NotImplementedError
 
     # -- artifacts --------------------------------------------------------------------

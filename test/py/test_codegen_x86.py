@@ -59,6 +59,41 @@ def test_channels_last_elementwise(features):
     torch.testing.assert_close(out, torch.exp(x) * 0.5 + b.view(1, 8, 1, 1), rtol=1e-6, atol=1e-6)
 
 
+def row_select_kernel() -> str:
+    """``where(x <= 0, fill, g)``, one row of 32 per grid point (a ReLU-BatchNorm backward of NCHW)."""
+    t = memref((4, 16, 32, 32), "f32")
+    return kernel("rows", [("g", memref((64, 1024), "f32")), ("x", t), ("fill", "memref<f32>"), ("out", t)],
+                  outputs=[3], grid=[4, 16, 32], body=f"""
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %zero = arith.constant 0.0 : f32
+    scf.for %w = %c0 to %c32 step %c1 {{
+      %v = memref.load %x[%i0, %i1, %i2, %w] : {t}
+      %le = arith.cmpf ole, %v, %zero : f32
+      %f = memref.load %fill[] : memref<f32>
+      %nc = arith.muli %i0, %c16 : index
+      %r = arith.addi %nc, %i1 : index
+      %hw = arith.muli %i2, %c32 : index
+      %col = arith.addi %hw, %w : index
+      %gv = memref.load %g[%r, %col] : memref<64x1024xf32>
+      %y = arith.select %le, %f, %gv : f32
+      memref.store %y, %out[%i0, %i1, %i2, %w] : {t}
+    }}""")
+
+
+@pytest.mark.parametrize("features", RUNNABLE, ids=_feature_ids)
+def test_rows_with_inner_loops(features):
+    """A grid point with a loop of its own: the walk over rows stays scalar
+    (``cpu.scalar_loop``), the row vectorized; every element as torch computes it."""
+    mod = load(row_select_kernel(), features=features)
+    g, x = torch.randn(64, 1024, generator=GEN), torch.randn(4, 16, 32, 32, generator=GEN)
+    x[1, 3, 5, 7] = float("nan")  # NaN <= 0 is false: g passes
+    fill, out = torch.tensor(0.25), torch.empty(4, 16, 32, 32)
+    mod.kernel("rows")(g, x, fill, out)
+    want = torch.where(x <= 0, fill, g.view(4, 16, 32, 32))
+    assert torch.equal(out, want)
+
+
 def test_broadcast_reads():
     """A [1,C,1,1] operand read at index 0, and an expanded row (stride 0)."""
     x_t, s_t, r_t = memref([4, 3, 2, 5], "f32"), memref([1, 3, 1, 1], "f32"), memref([2, 5], "f32", [0, 1])

@@ -119,7 +119,7 @@ class NVPTXTarget(LlvmTarget):
         return list(fn.args[num_buffers:num_buffers + num_dims])
 
     def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
-                  body: BodyEmitter) -> None:
+                  body: BodyEmitter, vectorize: bool = True) -> None:
         static = all(isinstance(g, int) for g in grid)
         total: int | ir.Value = 1
         for g in grid:
