@@ -11,7 +11,11 @@ kernel per size where its cost model says), tessera static (a ``torch.compile``
 per size), Inductor dynamic and Inductor static (each with freezing under
 ``--freezing``); the first
 call of each compiled mode at that size (compile included: for a dynamic mode,
-its work for a size it has not seen); and the largest difference from eager.
+its work for a size it has not seen); the largest difference from eager; and
+how many graphs tessera dynamic compiled after its first size (0: one program
+served them all). A static mode that compiles no graph of its own at a size is
+an error: Dynamo keeps compiled code per code object, and guards that accept
+the size would have it time another mode's program.
 Prints a Markdown table for ``BENCHMARKS.md``. Record the machine with it.
 """
 
@@ -68,6 +72,11 @@ MODELS: dict[str, tuple[Callable, Callable, tuple[int, ...]]] = {
 MODES = ("eager", "tessera dynamic", "tessera static", "Inductor dynamic", "Inductor static")
 
 
+def _graphs() -> int:
+    """Graphs Dynamo has compiled in this process (its ``unique_graphs`` counter)."""
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
 def _timed(fn, x) -> float:
     t0 = time.perf_counter()
     fn(x)
@@ -82,6 +91,7 @@ def bench(name: str, reps: int, freezing: bool = False) -> list[str]:
                "Inductor dynamic": torch.compile(build(), dynamic=True, **opts)}
     rows = []
     cases = [shape(s, 1) for s in sizes] + [shape(sizes[1], 2)]
+    recompiles = 0  # graphs tessera dynamic compiled after its first size: 0 when one program serves every size
     with torch.no_grad():
         for x_shape in cases:
             x = torch.randn(x_shape)
@@ -91,7 +101,13 @@ def bench(name: str, reps: int, freezing: bool = False) -> list[str]:
                    "Inductor static": torch.compile(build(), dynamic=False, **opts)}
             first, error = {}, {}
             for mode in MODES[1:]:
+                before = _graphs()
                 first[mode] = _timed(fns[mode], x)
+                compiled = _graphs() - before
+                if "static" in mode and not compiled:  # Dynamo ran another mode's code: this row would time it twice
+                    raise RuntimeError(f"{mode} compiled no graph of its own at {x_shape}")
+                if mode == "tessera dynamic":
+                    recompiles += compiled if x_shape != cases[0] else 0
                 error[mode] = (fns[mode](x) - want).abs().max().item() / max(1.0, want.abs().max().item())
             times: dict[str, list[float]] = {m: [] for m in MODES}
             order = list(MODES)
@@ -106,7 +122,7 @@ def bench(name: str, reps: int, freezing: bool = False) -> list[str]:
                 f"| {name} | {'x'.join(map(str, x_shape))} | {med['eager']:.2f} | {td:.2f} | {ts:.2f} | {idyn:.2f} | "
                 f"{ist:.2f} | {td / ts:.2f} | {idyn / td:.2f}x | {ist / ts:.2f}x | "
                 f"{first['tessera dynamic'] / 1e3:.2f} / {first['Inductor dynamic'] / 1e3:.2f} | "
-                f"{max(error.values()):.1e} |")
+                f"{max(error.values()):.1e} | {recompiles} |")
             print(rows[-1], flush=True)
     return rows
 
@@ -124,7 +140,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {a.threads} threads{', freezing' if a.freezing else ''}")
     head = ("| model | input | eager ms | tessera dyn ms | tessera static ms | Inductor dyn ms | Inductor static ms "
             "| tessera dyn / static | Inductor dyn / tessera dyn | Inductor static / tessera static "
-            "| first call s (tessera dyn / Inductor dyn) | max rel. error |")
+            "| first call s (tessera dyn / Inductor dyn) | max rel. error | tessera dyn recompiles |")
     table = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name in a.models.split(","):
         table += bench(name, a.reps, a.freezing)

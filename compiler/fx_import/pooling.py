@@ -5,7 +5,7 @@ way Inductor lowers pooling). The pool then fuses with its producer (a conv's
 ReLU) and runs in whatever layout the passes choose, instead of an ATen call
 between two kernels.
 
-    %v, %i = aten.max_pool2d_with_indices(%x, [3, 3], [2, 2], [1, 1])   // %i unused
+    %v, %i = aten.max_pool2d_with_indices(%x, [3, 3], [2, 2], [1, 1])   // %i unused (inference)
     // becomes
     %p  = tsr.pad %x, %ninf {low = array<i64: 0, 0, 1, 1>, high = array<i64: 0, 0, 1, 1>}
     %h0 = tsr.slice %p {dim = 2 : i64, start = 0 : i64, end = 111 : i64, step = 2 : i64}
@@ -22,7 +22,7 @@ from operator import getitem
 from typing import TYPE_CHECKING
 
 import torch
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i1, i64
 from xdsl.ir import SSAValue
 
 from tessera.dialects import tsr
@@ -98,25 +98,91 @@ def _combine(imp: FxImporter, node, cls, values: list[SSAValue], result: TensorT
 
 @converts(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
 def _max_pool(imp, node, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    """A max pool whose indices nothing reads (inference): the max of its window
-    slices, the input padded with -inf (NaN stays NaN: ``tsr.maximum`` propagates
-    it, as ATen's pool does). Indices that backward reads keep the call whole; a
-    pool over symbolic sizes, or of a large window, is ATen's ``max_pool2d``/``3d``
-    (values only), which ``hoist-relayouts`` may move to channels-last."""
-    if any(u.target is not getitem or u.args[1] != 0 for u in node.users):
-        raise NotConvertible("the indices are read")
+    """The max of the pool's window slices, the input padded with -inf (NaN stays
+    NaN: ``tsr.maximum`` propagates it, as ATen's pool does); where backward reads
+    the indices (training), the argmax beside it (:func:`_max_with_indices`). A
+    pool over symbolic sizes, or of a large window, is ATen's call: ``max_pool2d``/
+    ``3d`` for the values alone, which ``hoist-relayouts`` may move to
+    channels-last, or the whole op where the indices are read."""
+    indices = any(u.target is not getitem or u.args[1] != 0 for u in node.users)
     nd = 2 if node.target is aten.max_pool2d_with_indices.default else 3
     kernel = per_spatial_dim(kernel_size, nd)
+    stride, padding = per_spatial_dim(stride, nd, kernel), per_spatial_dim(padding, nd)
+    dilation = per_spatial_dim(dilation, nd)
     dtype = node.args[0].meta["val"].dtype
     fill = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
     try:
-        slices = window_slices(imp, node, x, kernel, per_spatial_dim(stride, nd, kernel), per_spatial_dim(padding, nd),
-                               per_spatial_dim(dilation, nd), fill)
+        slices = window_slices(imp, node, x, kernel, stride, padding, dilation, fill)
     except NotConvertible:
+        if indices:
+            raise
         pool = aten.max_pool2d.default if nd == 2 else aten.max_pool3d.default
         args = (x, kernel_size, stride, padding, dilation, ceil_mode)
         return [imp.aten_call(node, pool, args, {}, node.meta["val"][0]), None]
-    return [_combine(imp, node, tsr.MaximumOp, slices, tensor_type(node.meta["val"][0])), None]
+    if not indices:
+        return [_combine(imp, node, tsr.MaximumOp, slices, tensor_type(node.meta["val"][0])), None]
+    return _max_with_indices(imp, node, slices, kernel, stride, padding, dilation)
+
+
+def _max_with_indices(imp: FxImporter, node, slices: list[SSAValue], kernel, stride, padding,
+                      dilation) -> list[SSAValue]:
+    """The max of ``slices`` and where it lies (an index into the input's spatial
+    plane, ``(d * H + h) * W + w``), ATen's rule slice by slice in window order:
+    a later element is taken when it is greater or NaN, so the last NaN wins;
+    an all -inf window keeps its first element inside the input.
+
+        %gt = tsr.cmp gt, %s1, %v0             // for each slice after the first:
+        %v1 = tsr.where %gt, %s1, %v0
+        %i1 = tsr.where %gt, %at1, %i0         // %at1 = %row1 + %col1: [Ho, 1] + [Wo]
+        %nan = tsr.cmp ne, %s1, %s1
+        ...                                    // the same two wheres on %nan
+    """
+    val = node.meta["val"]
+    in_shape, out_shape = node.args[0].meta["val"].shape, val[0].shape
+    nd = len(kernel)
+    sizes, outs = list(in_shape[-nd:]), list(out_shape[-nd:])
+    plane = [math.prod(sizes[i + 1:]) for i in range(nd)]  # the input's spatial strides, row-major
+
+    def along(i: int, coords: list[int]) -> SSAValue:
+        """Spatial dim ``i``'s share of the flat index, shaped to broadcast along it."""
+        shape = [outs[i]] + [1] * (nd - 1 - i)
+        t = TensorType(i64, shape, tsr.LayoutAttr(tuple(range(len(shape)))))
+        return imp.emit(tsr.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [c * plane[i] for c in coords]))).results[0]
+
+    def flat(coords_per_dim: list[list[int]]) -> SSAValue:
+        """The flat index of the input coordinates ``coords_per_dim[i][o]`` at each output position."""
+        total = along(0, coords_per_dim[0])
+        for i in range(1, nd):
+            t = TensorType(i64, outs[:i + 1] + [1] * (nd - 1 - i), tsr.LayoutAttr(tuple(range(nd))))
+            total = emit1(imp, node, tsr.AddOp.create(operands=[total, along(i, coords_per_dim[i])], result_types=[t]))
+        return total
+
+    def first_inside(i: int) -> list[int]:
+        coords = []
+        for o in range(outs[i]):
+            c = o * stride[i] - padding[i]
+            while c < 0:
+                c += dilation[i]
+            coords.append(c)
+        return coords
+
+    vtype, itype = tensor_type(val[0]), tensor_type(val[1])
+    layout = tsr.LayoutAttr(layout_of(slices[0].type))
+    btype = TensorType(i1, list(out_shape), layout)
+    at_type = TensorType(i64, list(out_shape), layout)
+    best, argmax = slices[0], flat([first_inside(i) for i in range(nd)])
+    steps = list(zip(slices[1:], _offsets(kernel)[1:]))  # window_slices' order: row-major offsets
+    for n, (value, offsets) in enumerate(steps, start=1):
+        at = flat([[o * stride[i] - padding[i] + offsets[i] * dilation[i] for o in range(outs[i])]
+                   for i in range(nd)])
+        for predicate, rhs in (("gt", best), ("ne", value)):  # greater, then NaN (value != value)
+            last = n == len(steps) and predicate == "ne"
+            cond = emit1(imp, node, tsr.CmpOp(predicate, value, rhs, btype))
+            best = emit1(imp, node, tsr.WhereOp.create(operands=[cond, value, best],
+                                                       result_types=[vtype if last else value.type]))
+            argmax = emit1(imp, node, tsr.WhereOp.create(operands=[cond, at, argmax],
+                                                         result_types=[itype if last else at_type]))
+    return [best, argmax]
 
 
 def _divisor_counts(n: int, out: int, k: int, s: int, p: int, count_include_pad: bool) -> list[int]:

@@ -1,8 +1,9 @@
 """Pooling compiled as window slices (``compiler/fx_import/pooling.py``): max and
 average pools of every argument ATen takes match eager bit for bit (the sums run
 in ATen's order, divided by ATen's divisor), NaN included, with nothing left to
-ATen; what has no such form (reduced-precision averages, symbolic sizes, indices
-that backward reads) stays ATen's call and still gives eager's answer."""
+ATen, and so do a max pool's indices where backward reads them; what has no such
+form (reduced-precision averages, symbolic sizes) stays ATen's call and still
+gives eager's answer."""
 
 from __future__ import annotations
 
@@ -70,6 +71,36 @@ def test_pool_variants_exact(fn, shape):
     got, aten = _compiled(fn, x)
     assert aten == []
     _exact(got, fn(x))
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), (2, 3, 9, 10)),
+    (lambda x: F.max_pool2d(x, 2, 2, 0, ceil_mode=True, return_indices=True), (2, 3, 9, 10)),
+    (lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True), (1, 4, 11, 12)),
+    (lambda x: F.max_pool2d(x.contiguous(memory_format=torch.channels_last), 3, 2, 1, return_indices=True),
+     (1, 8, 9, 9)),
+    (lambda x: F.max_pool3d(x, 3, 2, 1, ceil_mode=True, return_indices=True), (1, 4, 7, 9, 8)),
+], ids=["3x3s2", "ceil", "dilated", "channels_last", "max3d"])
+def test_max_pool_with_indices_exact(fn, shape):
+    """Training reads the indices: the argmax is computed beside the max (ATen's rule:
+    a later element wins when greater or NaN; an all -inf window keeps its first
+    element inside the input), nothing left to ATen, and the gradient flows to the same places."""
+    x = _input(shape)
+    x.view(-1)[7] = float("-inf")
+    x[0, 1] = float("-inf")  # whole windows of -inf, at the border too
+    ours, theirs = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    torch._dynamo.reset()
+    with collect_reports() as reports:
+        got, at = torch.compile(fn, backend="tessera", options={"strict": True})(ours)
+    want, want_at = fn(theirs)
+    _exact(got, want)
+    assert at.dtype == torch.int64 and torch.equal(at, want_at) and at.stride() == want_at.stride()
+    forward = [r for r in reports if r.kind == "forward"]
+    assert forward and all(not r.aten_ops for r in forward), [r.aten_ops for r in forward]
+    g = torch.randn(got.shape, generator=torch.Generator().manual_seed(1))
+    got.backward(g)
+    want.backward(g)
+    assert torch.equal(ours.grad, theirs.grad)
 
 
 def test_half_max_pool_compiles_and_half_average_stays_aten():

@@ -1,0 +1,151 @@
+"""Training steps compiled by tessera against eager and Inductor, in one process.
+
+    .venv/bin/python bench/training.py [--models resnet18,autoencoder_kl_decode] [--batch 8] [--size 64] [--reps 15] [--threads 1]
+
+A step is what a user's loop runs: ``zero_grad``, the compiled forward, a loss
+(cross entropy for a classifier, mean squared error against a random target for
+a decoder), ``backward`` through the compiled backward graph, and an SGD
+``step``. Each mode trains its own copy of the model from the same weights. For
+each model: the median step time of each mode (modes interleaved round by
+round, in a new random order each round), the first step of each compiled mode
+(compile included), and how far tessera's loss and parameter gradients after one
+step are from float64's, beside eager's float32 distance (``_one_step_errors``). Prints a Markdown table for ``BENCHMARKS.md``.
+Record the machine with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "test" / "py"))
+
+from zoo_models import ZOO  # noqa: E402
+
+MODES = ("eager", "Inductor", "tessera")
+
+
+def _inputs(name: str, batch: int, size: int) -> tuple[torch.Tensor, ...]:
+    """The zoo model's inputs at ``batch``, an image (or a latent) resized to ``size``
+    (a latent: ``size // 8``, as a VAE decodes it)."""
+    _, inputs = ZOO[name].build()
+    x = inputs[0]
+    side = size if x.shape[1] == 3 else max(1, size // 8)
+    return (torch.randn(batch, *x.shape[1:-2], side, side),)
+
+
+def _loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if out.dim() == 2 and target.dim() == 1:
+        return F.cross_entropy(out, target)
+    return F.mse_loss(out, target)
+
+
+def _step(model: torch.nn.Module, forward: Callable, inputs, target) -> Callable[[], torch.Tensor]:
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step() -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        loss = _loss(forward(*inputs), target)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def _grads_and_loss(model: torch.nn.Module, forward: Callable, inputs, target) -> list[torch.Tensor]:
+    loss = _loss(forward(*inputs), target)
+    loss.backward()
+    return [loss.detach()] + [p.grad for p in model.parameters() if p.grad is not None]
+
+
+def _error(got: list[torch.Tensor], want: list[torch.Tensor]) -> float:
+    """The largest difference, each tensor's relative to its largest magnitude, or to
+    1e-3 of the largest gradient where that is smaller (a bias before a norm has a
+    gradient of ~0 that rounding decides)."""
+    floor = 1e-3 * max(w.abs().max().item() for w in want[1:])
+    return max((g.double() - w).abs().max().item() / max(w.abs().max().item(), floor) for g, w in zip(got, want))
+
+
+def _one_step_errors(model: torch.nn.Module, inputs, target) -> tuple[float, float]:
+    """How far tessera's loss and parameter gradients (one step from the same weights)
+    are from float64's, and how far eager's float32 ones are: random-weight networks
+    in training mode are ill-conditioned, and eager's own error is the yardstick."""
+    ours, eager, exact = copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model).double()
+    want = _grads_and_loss(exact, exact, [x.double() for x in inputs],
+                           target if not target.is_floating_point() else target.double())
+    got = _grads_and_loss(ours, torch.compile(ours, backend="tessera"), inputs, target)
+    ref = _grads_and_loss(eager, eager, inputs, target)
+    torch._dynamo.reset()
+    return _error(got, want), _error(ref, want)
+
+
+def bench(name: str, batch: int, size: int, reps: int) -> str:
+    base, _ = ZOO[name].build()
+    base.train()
+    for m in base.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0  # the same mask in every mode
+    inputs = _inputs(name, batch, size)
+    with torch.no_grad():
+        out = base(*inputs)
+    target = (torch.randint(0, out.shape[1], (batch,)) if out.dim() == 2 else torch.randn_like(out))
+    error, eager_error = _one_step_errors(base, inputs, target)
+    steps, first = {}, {}
+    for mode in MODES:
+        model = copy.deepcopy(base)
+        forward = {"eager": model, "Inductor": torch.compile(model),
+                   "tessera": torch.compile(model, backend="tessera")}[mode]
+        steps[mode] = _step(model, forward, inputs, target)
+        t0 = time.perf_counter()
+        steps[mode]()
+        first[mode] = time.perf_counter() - t0
+        steps[mode]()
+    times: dict[str, list[float]] = {m: [] for m in MODES}
+    order, rng = list(MODES), random.Random(0)
+    for _ in range(reps):
+        rng.shuffle(order)
+        for mode in order:
+            t0 = time.perf_counter()
+            steps[mode]()
+            times[mode].append((time.perf_counter() - t0) * 1e3)
+    med = {m: statistics.median(t) for m, t in times.items()}
+    shape = "x".join(map(str, inputs[0].shape))
+    return (f"| {name} | {shape} | {med['eager']:.2f} | {med['Inductor']:.2f} | {med['tessera']:.2f} | "
+            f"{med['eager'] / med['tessera']:.2f}x | {med['Inductor'] / med['tessera']:.2f}x | "
+            f"{first['tessera']:.1f} / {first['Inductor']:.1f} | {error:.1e} / {eager_error:.1e} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="resnet18,autoencoder_kl_decode")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--size", type=int, default=64, help="image side (a VAE's latent: size / 8)")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    logging.getLogger("tessera").setLevel(logging.ERROR)
+    print(f"torch {torch.__version__}, {a.threads} threads, batch {a.batch}, size {a.size}")
+    head = ("| model | input | eager ms | Inductor ms | tessera ms | eager / tessera | Inductor / tessera "
+            "| first step s (tessera / Inductor) | error vs float64 (tessera / eager) |")
+    table = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for name in a.models.split(","):
+        table.append(bench(name, a.batch, a.size, a.reps))
+        print(table[-1], flush=True)
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()
