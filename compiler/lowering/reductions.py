@@ -17,9 +17,11 @@ Accumulators are in the compute type of each result (f32 for a bf16 sum
 under the f32-compute policy, i64 for an integer ``sum``).
 
 Where the kept dims include the input's contiguous one (a channels-last
-tensor pooled over space) and the inputs are read as they are, a grid point
-computes a vector of neighbours along it (:meth:`ReductionLoops.emit_vector`):
-one point per index would read its elements ``C`` apart, one by one.
+tensor pooled over space) and the inputs are read as they are (or through a
+``tsr.relayout``: BatchNorm statistics in training, of a channels-last conv's
+output), a grid point computes a vector of neighbours along it
+(:meth:`ReductionLoops.emit_vector`): one point per index would read its
+elements ``C`` apart, one by one.
 
     %s = scf.for %h = %c0 to %c112 step %c1 iter_args(%a = %zeros) -> (vector<16xf32>) {
       %x = vector.transfer_read %in0[%c0, %c16i, %h, %w], %pad {permutation_map = (d0, d1, d2, d3) -> (d1)}
@@ -75,11 +77,24 @@ class ReductionLoops:
         for r in self.reductions[1:]:
             if shape_of(r.input.type) != self.shape or r.reduced_dims() != self.dims:
                 raise LoweringError("the reductions of one kernel must reduce the same dims of the same shape")
+        self.input = self.stored(first.input)
         # Loops over the reduced dims, outermost first in the input's memory order.
-        self.loop_dims = [d for d in layout_of(first.input.type) if d in self.dims and self.shape[d] != 1]
-        self.input = first.input
+        self.loop_dims = [d for d in layout_of(self.input.type) if d in self.dims and self.shape[d] != 1]
         self.dynamic = not is_static([self.shape[d] for d in self.dims])
         self.count = numel([self.shape[d] for d in self.dims]) if not self.dynamic else 0
+
+    def stored(self, value: SSAValue) -> SSAValue:
+        """What a reduction of ``value`` reads in memory: the kernel argument a
+        ``tsr.relayout`` of it views in another layout (the same elements at the
+        same logical indices), else ``value``.
+
+            %c = tsr.relayout %arg : (tensor<8x64x32x32xf32, nhwc>) -> (... nchw)
+            %v = tsr.var %c {dims = [0, 2, 3]}      // reads %arg: channels innermost
+        """
+        op = value.owner
+        if isinstance(op, tsr.RelayoutOp) and op.input in self.values.inputs:
+            return op.input
+        return value
 
     def _extent(self, d: int) -> int | SSAValue:
         """The input's size along reduced dim ``d`` (read inside the grid: it may take arithmetic)."""
@@ -222,10 +237,11 @@ class ReductionLoops:
         every input is read as it is (a kernel argument), as floats computed in
         their own type, contiguous along ``dim``."""
         for r in self.reductions:
-            ref = self.values.inputs.get(r.input)
-            elem = elem_of(r.input.type)
-            if (ref is None or not dtypes.is_float(elem) or self.sc.num.compute(elem) != storage_type(elem)
-                    or self._acc_elem(r) != elem or loop_dims(r.input.type)[-1:] != [dim]):
+            source = self.stored(r.input)
+            elem = elem_of(source.type)
+            if (source not in self.values.inputs or not dtypes.is_float(elem)
+                    or self.sc.num.compute(elem) != storage_type(elem) or self._acc_elem(r) != elem
+                    or loop_dims(source.type)[-1:] != [dim]):
                 return False
         return True
 
@@ -239,7 +255,7 @@ class ReductionLoops:
         vec = {k: VectorType(k[2], [lanes]) for k in keys}
 
         def read(value: SSAValue, idx: tuple[SSAValue, ...]) -> SSAValue:
-            ref, elem = self.values.inputs[value], elem_of(value.type)
+            ref, elem = self.values.inputs[self.stored(value)], elem_of(value.type)
             along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
             return kb.value(vector.TransferReadOp(ref, idx, kb.const(0.0, elem), VectorType(elem, [lanes]),
                                                   ArrayAttr([BoolAttr.from_bool(True)]), along))

@@ -353,6 +353,22 @@ def test_vector_lanes_keep_nan_and_the_scalar_path_where_they_do_not_apply():
     assert grid_of(the_kernel(program)) == [16]
 
 
+def test_batch_statistics_of_a_relayout_read_channels_last_in_vector_lanes():
+    """BatchNorm's statistics in training, of a channels-last conv's output typed
+    NCHW (``tsr.relayout`` fused into the kernel): the reduction reads the stored
+    tensor, channels innermost, 16 lanes a grid point; the loops walk n, h, w."""
+    x, c = T((2, 32, 3, 5), layout="nhwc"), T((2, 32, 3, 5))
+    y = T((1, 32, 1, 1))
+    program = check_lowering(fn(f"%x: {x}", f"({y}, {y})", f"""
+  %c = tsr.relayout %x : ({x}) -> {c}
+  %v = tsr.var %c {{dims = array<i64: 0, 2, 3>, keepdim = true, correction = 0.0 : f64}} : ({c}) -> {y}
+  %m = tsr.mean %c {{dims = array<i64: 0, 2, 3>, keepdim = true}} : ({c}) -> {y}""", "%v, %m"), reduce_lanes=16)
+    k = the_kernel(program)
+    assert grid_of(k) == [2] and op_names(k).count("vector.transfer_read") >= 2
+    loops = [op for op in k.walk() if isinstance(op, scf.ForOp)]
+    assert [op.ub.owner.value.value.data for op in loops[:3]] == [2, 3, 5], "memory order: n, h, w"
+
+
 @pytest.mark.parametrize("features", ["+avx512f", "+avx2,+fma"])
 @pytest.mark.parametrize(("op", "instruction"), [("mean", "vaddps"), ("amax", "vmaxps")])
 def test_vector_lanes_assemble_to_vector_ops_not_gathers(features, op, instruction):
