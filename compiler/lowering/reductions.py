@@ -1,6 +1,7 @@
 """The reduction loops of a reduction kernel: one grid point per kept index,
 nested ``scf.for`` over the reduced dims (in the input's memory order, the
-contiguous one innermost) carrying the accumulators as ``iter_args``:
+contiguous one innermost; dims next to each other in memory in one loop)
+carrying the accumulators as ``iter_args``:
 
     %s, %mx = scf.for %k = %c0 to %c1024 step %c1 iter_args(%a = %zero, %b = %ninf) -> (f32, f32) {
       %x = ...value of the input at (..., %k)...
@@ -136,29 +137,63 @@ class ReductionLoops:
         pred = ("ugt" if family == "max" else "ult") if is_unsigned(elem) else ("sgt" if family == "max" else "slt")
         return kb.value(arith.SelectOp(kb.value(arith.CmpiOp(x, acc, pred)), x, acc))
 
+    def _loop_groups(self) -> list[tuple[int, ...]]:
+        """The reduced dims' loops, outermost first: dims that lie next to each other
+        in the stored input (``loop_dims`` neighbours, static sizes) share one loop
+        over their product, whose index is split back into theirs. The elements it
+        walks are then evenly spaced (``h * W + w``: one run of ``H * W`` of an NCHW
+        plane, where one loop of ``W`` each would be too short to vectorize).
+
+            loop_dims (n, h, w) of nchw, kept c  ->  loops (n) (h, w)
+        """
+        order = [d for d in layout_of(self.input.type) if self.shape[d] != 1]
+        groups: list[tuple[int, ...]] = []
+        for d in self.loop_dims:
+            prev = groups[-1][-1] if groups else None
+            if (prev is not None and order.index(d) == order.index(prev) + 1
+                    and DYNAMIC not in (self.shape[d], self.shape[prev])):
+                groups[-1] += (d,)
+            else:
+                groups.append((d,))
+        return groups
+
+    def _extent_of(self, group: tuple[int, ...]) -> int | SSAValue:
+        return self._extent(group[0]) if len(group) == 1 else numel([self.shape[d] for d in group])
+
+    def _split(self, group: tuple[int, ...], iv: SSAValue) -> dict[int, SSAValue]:
+        """Each dim's index from the index of ``group``'s loop (row-major)."""
+        kb, at = self.kb, {}
+        for d in reversed(group[1:]):
+            at[d] = kb.rem(iv, self.shape[d])
+            iv = kb.div(iv, self.shape[d])
+        at[group[0]] = iv
+        return at
+
     def _loop(self, kept: dict[int, SSAValue], keys: list[tuple], inits: list[SSAValue],
               step: Callable[[tuple, tuple[SSAValue, ...], list[SSAValue]], SSAValue],
               chains: int = 1) -> list[SSAValue]:
-        """Nested loops over the reduced dims; ``step(key, index, accs)`` gives a
-        key's next accumulator. ``chains`` > 1: the innermost loop, where its
-        static size allows, steps that many indices at a time into as many
-        accumulators, combined at its end: independent additions, not one
+        """Nested loops over the reduced dims (:meth:`_loop_groups`); ``step(key,
+        index, accs)`` gives a key's next accumulator. ``chains`` > 1: the innermost
+        loop, where its static size allows, steps that many indices at a time into
+        as many accumulators, combined at its end: independent additions, not one
         chain bound by the adder's latency."""
         kb = self.kb
+        groups = self._loop_groups()
 
         def nest(level: int, at: dict[int, SSAValue], accs: tuple[SSAValue, ...]) -> list[SSAValue]:
-            if level == len(self.loop_dims):
+            if level == len(groups):
                 idx = tuple(at.get(d, kb.index(0)) for d in range(len(self.shape)))
                 return [step(k, idx, list(accs)) for k in keys]
-            d = self.loop_dims[level]
-            n = self.shape[d]
-            if level < len(self.loop_dims) - 1 or chains == 1 or n == DYNAMIC or n % chains or n == chains:
-                return list(kb.for_loop(self._extent(d), accs, lambda iv, a: nest(level + 1, {**at, d: iv}, a)))
+            group = groups[level]
+            n = self._extent_of(group)
+            if level < len(groups) - 1 or chains == 1 or not isinstance(n, int) or n % chains or n == chains:
+                return list(kb.for_loop(n, accs, lambda iv, a: nest(level + 1, {**at, **self._split(group, iv)}, a)))
             k = len(keys)
 
             def unrolled(iv: SSAValue, a: tuple[SSAValue, ...]) -> list[SSAValue]:
                 base = kb.mul(iv, chains)
-                return [x for j in range(chains) for x in nest(level + 1, {**at, d: kb.add(base, j)}, a[j * k:(j + 1) * k])]
+                return [x for j in range(chains)
+                        for x in nest(level + 1, {**at, **self._split(group, kb.add(base, j))}, a[j * k:(j + 1) * k])]
 
             parts = kb.for_loop(n // chains, (*accs, *inits * (chains - 1)), unrolled)  # the others start empty
             out = list(parts[:k])
