@@ -13,7 +13,9 @@ OpenVINO runs the model as its ``torch.compile`` backend cannot on torch 2.13:
 down-conversion) and the same thread count; its column says ``n/a`` where
 ``openvino`` is not installed or cannot convert the model.
 
-``--size`` sets the height and width of an image model's input (a classifier at 224²).
+``--size`` sets the height and width of an image model's input (a classifier at 224²);
+``--dtype bfloat16`` runs every mode in bfloat16 (OpenVINO: the float32 model with its
+bf16 inference precision).
 ``--device cuda`` runs every mode on the GPU (tessera's PTX kernels; no OpenVINO column), in
 full float32 (no TF32), each call timed to the GPU's end.
 
@@ -53,16 +55,20 @@ THREADS = 1
 
 
 def _openvino(model, inputs):
-    """The model converted and compiled by OpenVINO for this CPU (f32), or None."""
+    """The model converted and compiled by OpenVINO for this CPU (in ``DTYPE``: a
+    bfloat16 run converts the float32 model and asks OpenVINO to infer in bf16), or None."""
     if DEVICE != "cpu":
         return None
     try:
         import openvino as ov
     except ImportError:
         return None
+    bf16 = DTYPE == torch.bfloat16
+    if bf16:  # numpy has no bfloat16: OpenVINO takes and gives float32, computing in bf16
+        model, inputs = model.float(), tuple(x.float() if x.is_floating_point() else x for x in inputs)
     try:
         converted = ov.convert_model(model, example_input=inputs if len(inputs) > 1 else inputs[0])
-        compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+        compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32",
                                                               "INFERENCE_NUM_THREADS": THREADS})
     except Exception as e:  # noqa: BLE001 - a model OpenVINO cannot take gets no column
         print(f"  OpenVINO cannot run it: {type(e).__name__}: {str(e).splitlines()[0][:120]}", file=sys.stderr)
@@ -70,8 +76,9 @@ def _openvino(model, inputs):
     request = compiled.create_infer_request()
 
     def run(*xs):
-        out = request.infer([x.numpy() for x in xs])
-        return torch.from_numpy(out[compiled.output(0)])
+        out = request.infer([(x.float() if bf16 and x.is_floating_point() else x).numpy() for x in xs])
+        y = torch.from_numpy(out[compiled.output(0)])
+        return y.to(DTYPE) if bf16 else y
 
     return run
 
@@ -91,6 +98,8 @@ SIZE: int | None = None
 """``--size``: the spatial size of 4-D image inputs (None: the zoo's)."""
 DEVICE = "cpu"
 """``--device``: where the models run."""
+DTYPE = torch.float32
+"""``--dtype``: the models' parameters and float inputs."""
 
 
 def _sync() -> None:
@@ -104,7 +113,8 @@ def build(name: str):
     if SIZE is not None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() == 4:
         x = inputs[0]
         inputs = (torch.randn(*x.shape[:2], SIZE, SIZE, generator=torch.Generator().manual_seed(0)), *inputs[1:])
-    return model.to(DEVICE), tuple(x.to(DEVICE) for x in inputs)
+    return model.to(DEVICE, DTYPE), tuple(x.to(DEVICE, DTYPE) if x.is_floating_point() else x.to(DEVICE)
+                                          for x in inputs)
 
 
 def status(name: str) -> dict:
@@ -141,7 +151,7 @@ def timings(name: str, reps: int) -> dict[str, float]:
                 want = model(*inputs)
                 want = want if isinstance(want, torch.Tensor) else want[0]
                 err = (out.float() - want.float()).abs().max().item() / max(1.0, want.abs().max().item())
-                if err > 1e-2:
+                if err > (1e-2 if DTYPE == torch.float32 else 1e-1):  # bf16: ~3 significant digits a rounding
                     print(f"  OpenVINO's result differs from eager's ({err:.1e}): left out", file=sys.stderr)
                     continue
         fns[mode] = (fn, inputs)
@@ -169,10 +179,12 @@ def main() -> None:
     ap.add_argument("--no-time", action="store_true", help="status and correctness only")
     ap.add_argument("--size", type=int, default=None, help="height and width of image inputs")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                    help="the models' dtype (OpenVINO: its bf16 inference precision)")
     ap.add_argument("--modes", default=",".join(MODES), help="the columns to time (tessera freezing always)")
     a = ap.parse_args()
-    global SIZE, DEVICE
-    SIZE, DEVICE = a.size, a.device
+    global SIZE, DEVICE, DTYPE
+    SIZE, DEVICE, DTYPE = a.size, a.device, getattr(torch, a.dtype)
     for mode in set(MODES) - set(a.modes.split(",")) - {"tessera freezing"}:
         del MODES[mode]
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
@@ -181,7 +193,7 @@ def main() -> None:
     THREADS = a.threads
     logging.getLogger("tessera").setLevel(logging.ERROR)
     where = torch.cuda.get_device_name() if DEVICE == "cuda" else f"{a.threads} threads"
-    print(f"torch {torch.__version__}, {where}")
+    print(f"torch {torch.__version__}, {where}, {a.dtype}")
     head = "| model | graphs | fallbacks | through ATen | max rel. error |"
     if not a.no_time:
         head += "".join(f" {m} ms |" for m in MODES) + " best peer / tessera freezing |"
