@@ -26,6 +26,7 @@ Prints a Markdown table for ``BENCHMARKS.md``. Record the machine with it
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import random
 import statistics
@@ -65,7 +66,8 @@ def _openvino(model, inputs):
         return None
     bf16 = DTYPE == torch.bfloat16
     if bf16:  # numpy has no bfloat16: OpenVINO takes and gives float32, computing in bf16
-        model, inputs = model.float(), tuple(x.float() if x.is_floating_point() else x for x in inputs)
+        model = copy.deepcopy(model).float()  # Module.float() converts in place
+        inputs = tuple(x.float() if x.is_floating_point() else x for x in inputs)
     try:
         converted = ov.convert_model(model, example_input=inputs if len(inputs) > 1 else inputs[0])
         compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32",
