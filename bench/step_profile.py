@@ -3,12 +3,16 @@ launches, library calls, allocations), summed over repeated calls, and what
 the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
 
     .venv/bin/python bench/step_profile.py [--model resnet_block] [--reps 20] [--threads 2] [--dynamic]
-    .venv/bin/python bench/step_profile.py --model zoo:regnet_y_400mf --size 224 [--top 30]
+    .venv/bin/python bench/step_profile.py --model zoo:regnet_y_400mf --size 224 [--top 30] [--dtype bfloat16]
+    .venv/bin/python bench/step_profile.py --model zoo:resnet18 --batch 8 --training
 
 Uses each example's ``benchmark()`` size, or a model of the zoo
 (``test/py/zoo_models.py``, BatchNorm calibrated) at its inputs, an image input
-resized to ``--size``; ``--dynamic`` compiles with ``dynamic=True`` (one program
-for every size: compare with the static one). Steps are timed as the
+resized to ``--size`` (and batched to ``--batch``); ``--dynamic`` compiles with
+``dynamic=True`` (one program for every size: compare with the static one);
+``--dtype bfloat16`` runs the model in bf16; ``--training`` profiles a training
+step (train mode, no freezing: the forward, ``square().mean()`` of its output,
+and the backward), each step's name prefixed with its program (``fw``, ``bw``). Steps are timed as the
 steady state runs them (the straight-line function, ``runtime/runner.py``),
 host wall-clock (CPU targets: the steps are synchronous); ``--top`` lists the
 slowest steps only.
@@ -41,22 +45,29 @@ def _name(step) -> str:
     return getattr(step.fn, "__name__", "call")
 
 
-def _model(name: str, size: int | None) -> tuple[torch.nn.Module, tuple]:
+def _model(name: str, size: int | None, batch: int | None = None,
+           dtype: torch.dtype = torch.float32) -> tuple[torch.nn.Module, tuple]:
     if not name.startswith("zoo:"):
-        return load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
-    sys.path.insert(0, str(ROOT / "test" / "py"))
-    from zoo_models import ZOO
+        model, args = load_example(str(ROOT / "examples" / f"{name}.py"), "benchmark")
+    else:
+        sys.path.insert(0, str(ROOT / "test" / "py"))
+        from zoo_models import ZOO
 
-    model, args = ZOO[name.removeprefix("zoo:")].build()
-    if size is not None and args and isinstance(args[0], torch.Tensor) and args[0].dim() == 4:
-        args = (torch.randn(*args[0].shape[:2], size, size, generator=torch.Generator().manual_seed(0)), *args[1:])
-    return model, args
+        model, args = ZOO[name.removeprefix("zoo:")].build()
+    if args and isinstance(args[0], torch.Tensor) and args[0].dim() >= 4 and (size or batch):
+        x = args[0]
+        shape = (batch or x.shape[0], *x.shape[1:-2], *((size, size) if size and x.dim() == 4 else x.shape[-2:]))
+        args = (torch.randn(*shape, generator=torch.Generator().manual_seed(0)), *args[1:])
+    return model.to(dtype), tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                                  for a in args)
 
 
-def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None, top: int | None = None) -> None:
-    model, args = _model(name, size)
+def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None, top: int | None = None,
+            batch: int | None = None, dtype: torch.dtype = torch.float32, training: bool = False) -> None:
+    model, args = _model(name, size, batch, dtype)
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
+    programs: list[int] = []  # in the order a call runs them: a training step's forward, then its backward
     original = Program.run
     recording = {"on": False}
 
@@ -64,39 +75,57 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
         if not recording["on"]:
             return original(self, *tensors)
         index = iter(range(len(self.steps)))
+        if id(self) not in programs:
+            programs.append(id(self))
+        prefix = (("fw", "bw")[programs.index(id(self))] + " " if training and len(programs) <= 2 else "")
 
         def record(step, seconds):
             key = (id(self), next(index))
-            names[key] = _name(step)
+            names[key] = prefix + _name(step)
             totals[key] += seconds
 
         return original(self, *tensors, on_step=record)
 
     Program.run = run
+    if training:
+        model.train()
+        compiled = torch.compile(model, backend="tessera", dynamic=dynamic)
+
+        def call() -> None:
+            model.zero_grad(set_to_none=True)
+            out = compiled(*args)
+            (out if isinstance(out, torch.Tensor) else out[0]).float().square().mean().backward()
+    else:
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True}, dynamic=dynamic)
+
+        def call() -> None:
+            with torch.no_grad():
+                compiled(*args)
     try:
-        with torch.no_grad():
-            compiled = torch.compile(model, backend="tessera", options={"freezing": True},
-                                     dynamic=dynamic)
-            for _ in range(3):
-                compiled(*args)
-            walls = []
-            recording["on"] = True
-            for _ in range(reps):
-                start = time.perf_counter()
-                compiled(*args)
-                walls.append(time.perf_counter() - start)
+        for _ in range(3):
+            call()
+        walls = []
+        recording["on"] = True
+        for _ in range(reps):
+            start = time.perf_counter()
+            call()
+            walls.append(time.perf_counter() - start)
     finally:
         Program.run = original
     inside = sum(totals.values()) / reps
     wall = statistics.mean(walls)
-    print(f"## {name}{' (dynamic=True)' if dynamic else ''}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
+    mode = " (dynamic=True)" if dynamic else ""
+    mode += " (training step)" if training else ""
+    mode += f" ({dtype})" if dtype != torch.float32 else ""
+    print(f"## {name}{mode}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
           f"outside the program {(wall - inside) * 1e3:.2f} ms")
     by_kind: dict[str, float] = collections.defaultdict(float)
+    kind_of = (lambda n: " ".join(n.split(" ")[:2])) if training else (lambda n: n.split(" ")[0])
     print("| step | ms | % |\n|---|---:|---:|")
     ranked = sorted(totals.items(), key=lambda kv: -kv[1]) if top else list(totals.items())
     for rank, (key, total) in enumerate(ranked):
         ms = total / reps * 1e3
-        by_kind[names[key].split(" ")[0]] += ms
+        by_kind[kind_of(names[key])] += ms
         if top is None or rank < top:
             print(f"| {names[key]} | {ms:.3f} | {100 * ms / (wall * 1e3):.1f} |")
     print("\n| kind | ms | % |\n|---|---:|---:|")
@@ -112,9 +141,12 @@ def main() -> None:
     ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True")
     ap.add_argument("--size", type=int, default=None, help="height and width of a zoo model's image input")
     ap.add_argument("--top", type=int, default=None, help="list only the slowest steps")
+    ap.add_argument("--batch", type=int, default=None, help="batch size of the input (default: the model's)")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    ap.add_argument("--training", action="store_true", help="profile a training step (forward and backward)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    profile(a.model, a.reps, a.dynamic, a.size, a.top)
+    profile(a.model, a.reps, a.dynamic, a.size, a.top, a.batch, getattr(torch, a.dtype), a.training)
 
 
 if __name__ == "__main__":
