@@ -140,7 +140,7 @@ def _max_with_indices(imp: FxImporter, node, slices: list[SSAValue], kernel, str
     val = node.meta["val"]
     in_shape, out_shape = node.args[0].meta["val"].shape, val[0].shape
     nd = len(kernel)
-    sizes, outs = list(in_shape[-nd:]), list(out_shape[-nd:])
+    sizes, outs = list(in_shape[-nd:]), list(out_shape[-nd:])  # static (window_slices): ints
     plane = [math.prod(sizes[i + 1:]) for i in range(nd)]  # the input's spatial strides, row-major
 
     def along(i: int, coords: list[int]) -> SSAValue:
@@ -167,9 +167,8 @@ def _max_with_indices(imp: FxImporter, node, slices: list[SSAValue], kernel, str
         return coords
 
     vtype, itype = tensor_type(val[0]), tensor_type(val[1])
-    layout = tsr.LayoutAttr(layout_of(slices[0].type))
-    btype = TensorType(i1, list(out_shape), layout)
-    at_type = TensorType(i64, list(out_shape), layout)
+    layout, shape = tsr.LayoutAttr(layout_of(slices[0].type)), slices[0].type.get_shape()  # a symbolic batch: ?
+    btype, at_type = TensorType(i1, shape, layout), TensorType(i64, shape, layout)
     best, argmax = slices[0], flat([first_inside(i) for i in range(nd)])
     steps = list(zip(slices[1:], _offsets(kernel)[1:]))  # window_slices' order: row-major offsets
     for n, (value, offsets) in enumerate(steps, start=1):

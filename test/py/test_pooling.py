@@ -7,6 +7,7 @@ gives eager's answer."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import pytest
@@ -101,6 +102,27 @@ def test_max_pool_with_indices_exact(fn, shape):
     got.backward(g)
     want.backward(g)
     assert torch.equal(ours.grad, theirs.grad)
+
+
+def test_max_pool_with_indices_of_a_dynamic_batch_compiles_once():
+    """The argmax's types keep a symbolic batch symbolic: one forward graph serves
+    every batch size (an int() of the size would have Dynamo recompile per batch)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1)).train()
+    compiled = torch.compile(copy.deepcopy(model), backend="tessera", options={"strict": True})
+    kinds = []
+    for batch in (2, 3, 5):
+        x = torch.randn(batch, 4, 12, 12)
+        ours, theirs = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+        torch._dynamo.mark_dynamic(ours, 0)
+        with collect_reports() as reports:
+            compiled(ours).square().sum().backward()
+        model(theirs).square().sum().backward()
+        torch.testing.assert_close(ours.grad, theirs.grad)
+        kinds += [r.kind for r in reports]
+        assert not any("max_pool2d_with_indices." in k for r in reports for k in r.aten_ops)
+    assert kinds.count("forward") == 1, kinds
 
 
 def test_half_max_pool_compiles_and_half_average_stays_aten():
