@@ -12,7 +12,9 @@ resized to ``--size`` (and batched to ``--batch``); ``--dynamic`` compiles with
 ``dynamic=True`` (one program for every size: compare with the static one);
 ``--dtype bfloat16`` runs the model in bf16; ``--training`` profiles a training
 step (train mode, no freezing: the forward, ``square().mean()`` of its output,
-and the backward), each step's name prefixed with its program (``fw``, ``bw``). Steps are timed as the
+and the backward), each step's name prefixed with its program in the order the
+step first runs them (``p0``, ``p1``, ...: the forward and the backward of a model
+Dynamo captures whole; graph breaks add programs). Steps are timed as the
 steady state runs them (the straight-line function, ``runtime/runner.py``),
 host wall-clock (CPU targets: the steps are synchronous); ``--top`` lists the
 slowest steps only.
@@ -67,7 +69,7 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
     model, args = _model(name, size, batch, dtype)
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
-    programs: list[int] = []  # in the order a call runs them: a training step's forward, then its backward
+    programs: list[int] = []  # in the order a step first runs them: p0 forward, p1 backward without graph breaks
     original = Program.run
     recording = {"on": False}
 
@@ -77,7 +79,7 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
         index = iter(range(len(self.steps)))
         if id(self) not in programs:
             programs.append(id(self))
-        prefix = (("fw", "bw")[programs.index(id(self))] + " " if training and len(programs) <= 2 else "")
+        prefix = f"p{programs.index(id(self))} " if training else ""
 
         def record(step, seconds):
             key = (id(self), next(index))

@@ -36,11 +36,10 @@ from zoo_models import ZOO  # noqa: E402
 MODES = ("eager", "Inductor", "tessera")
 
 
-def _inputs(name: str, batch: int, size: int) -> tuple[torch.Tensor, ...]:
-    """The zoo model's inputs at ``batch``, an image (or a latent) resized to ``size``
-    (a latent: ``size // 8``, as a VAE decodes it)."""
-    _, inputs = ZOO[name].build()
-    x = inputs[0]
+def _inputs(example: tuple[torch.Tensor, ...], batch: int, size: int) -> tuple[torch.Tensor, ...]:
+    """Inputs like a zoo model's ``example`` at ``batch``, an image (or a latent)
+    resized to ``size`` (a latent: ``size // 8``, as a VAE decodes it)."""
+    x = example[0]
     side = size if x.shape[1] == 3 else max(1, size // 8)
     return (torch.randn(batch, *x.shape[1:-2], side, side),)
 
@@ -92,12 +91,12 @@ def _one_step_errors(model: torch.nn.Module, inputs, target) -> tuple[float, flo
 
 
 def bench(name: str, batch: int, size: int, reps: int) -> str:
-    base, _ = ZOO[name].build()
+    base, example = ZOO[name].build()
     base.train()
     for m in base.modules():
         if isinstance(m, torch.nn.Dropout):
             m.p = 0.0  # the same mask in every mode
-    inputs = _inputs(name, batch, size)
+    inputs = _inputs(example, batch, size)
     with torch.no_grad():
         out = base(*inputs)
     target = (torch.randint(0, out.shape[1], (batch,)) if out.dim() == 2 else torch.randn_like(out))

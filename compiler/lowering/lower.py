@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import io
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -47,6 +46,7 @@ from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, shape_of
 
 from ..ir_io import op_location
 from .dim_exprs import RESULT_DIMS, encode_result_dims, result_dims
+from .index_maps import concat_offsets
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, memref_type, storage_type
 from .reductions import ReductionLoops
 from .scalar_ops import Numerics, ScalarLowering
@@ -232,7 +232,7 @@ def concat_segments(body, dim: int, shape) -> list[tuple[int, int, dict[tsr.Conc
             and DYNAMIC not in [shape_of(x.type)[dim] for x in op.inputs]]
     if not cats:
         return []
-    starts = {op: [0, *itertools.accumulate(shape_of(x.type)[dim] for x in op.inputs)][:-1] for op in cats}
+    starts = {op: concat_offsets([shape_of(x.type)[dim] for x in op.inputs]) for op in cats}
     bounds = sorted({0, n, *(b for op in cats for b in starts[op])})
     return [(a, b, {op: bisect.bisect_right(starts[op], a) - 1 for op in cats}) for a, b in zip(bounds, bounds[1:])]
 

@@ -43,9 +43,9 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
-from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, numel, shape_of
 
+from . import index_maps
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, storage_type
 from .scalar_ops import ScalarLowering, is_unsigned, width
 from .values import ValueEmitter
@@ -80,7 +80,7 @@ class ReductionLoops:
                 raise LoweringError("the reductions of one kernel must reduce the same dims of the same shape")
         self.input = self.stored(first.input)
         # Loops over the reduced dims, outermost first in the input's memory order.
-        self.loop_dims = [d for d in layout_of(self.input.type) if d in self.dims and self.shape[d] != 1]
+        self.loop_dims = [d for d in loop_dims(self.input.type) if d in self.dims]
         self.dynamic = not is_static([self.shape[d] for d in self.dims])
         self.count = numel([self.shape[d] for d in self.dims]) if not self.dynamic else 0
 
@@ -146,7 +146,7 @@ class ReductionLoops:
 
             loop_dims (n, h, w) of nchw, kept c  ->  loops (n) (h, w)
         """
-        order = [d for d in layout_of(self.input.type) if self.shape[d] != 1]
+        order = loop_dims(self.input.type)
         groups: list[tuple[int, ...]] = []
         for d in self.loop_dims:
             prev = groups[-1][-1] if groups else None
@@ -161,13 +161,12 @@ class ReductionLoops:
         return self._extent(group[0]) if len(group) == 1 else numel([self.shape[d] for d in group])
 
     def _split(self, group: tuple[int, ...], iv: SSAValue) -> dict[int, SSAValue]:
-        """Each dim's index from the index of ``group``'s loop (row-major)."""
-        kb, at = self.kb, {}
-        for d in reversed(group[1:]):
-            at[d] = kb.rem(iv, self.shape[d])
-            iv = kb.div(iv, self.shape[d])
-        at[group[0]] = iv
-        return at
+        """Each dim's index from the index of ``group``'s loop (a row-major reshape;
+        a dim alone, perhaps of a dynamic size, is the loop's index)."""
+        if len(group) == 1:
+            return {group[0]: iv}
+        sizes = [self.shape[d] for d in group]
+        return dict(zip(group, index_maps.reshape(self.kb, (iv,), sizes, [numel(sizes)])))
 
     def _loop(self, kept: dict[int, SSAValue], keys: list[tuple], inits: list[SSAValue],
               step: Callable[[tuple, tuple[SSAValue, ...], list[SSAValue]], SSAValue],

@@ -3,17 +3,20 @@
 // row fully and would otherwise widen the walk over rows, with a gather and a
 // scatter per element (a BatchNorm backward ran 3-6x slower). The row's own
 // loads and stores are vectors; a kernel whose grid is the whole tensor (no
-// inner loop) still has its walk widened.
+// inner loop) still has its walk widened (LLVM marks that loop isvectorized).
 // RUN: compilerctl translate %s --target x86 --emit llvm | filecheck %s
 // RUN: compilerctl translate %s --target x86 --features +avx512f,+avx512vl,+avx512bw,+avx512dq --emit asm | filecheck %s --check-prefix=ASM
 
 // CHECK-LABEL: define void @rows(
+// CHECK-NOT: llvm.loop.isvectorized
 // CHECK: br i1 {{.*}}, !llvm.loop [[LOOP:![0-9]+]]
 // CHECK-LABEL: define void @points(
-// CHECK-NOT: !llvm.loop
 // CHECK: <16 x float>
+// CHECK: br i1 {{.*}}, !llvm.loop [[WIDE:![0-9]+]]
 // CHECK: [[LOOP]] = distinct !{[[LOOP]], [[OFF:![0-9]+]]}
 // CHECK: [[OFF]] = !{!"llvm.loop.vectorize.enable", i1 false}
+// CHECK: [[WIDE]] = distinct !{[[WIDE]], [[VEC:![0-9]+]]
+// CHECK: [[VEC]] = !{!"llvm.loop.isvectorized", i32 1}
 
 // ASM-LABEL: rows:
 // ASM-NOT: gather
