@@ -4,7 +4,8 @@
 // scatter per element (a BatchNorm backward ran 3-6x slower). The row's own
 // loads and stores are vectors; a kernel whose grid is the whole tensor (no
 // inner loop) still has its walk widened (LLVM marks that loop isvectorized).
-// RUN: compilerctl translate %s --target x86 --emit llvm | filecheck %s
+// The features are named: the host's own (AVX2 only on some) would widen by 8.
+// RUN: compilerctl translate %s --target x86 --features +avx512f,+avx512vl,+avx512bw,+avx512dq --emit llvm | filecheck %s
 // RUN: compilerctl translate %s --target x86 --features +avx512f,+avx512vl,+avx512bw,+avx512dq --emit asm | filecheck %s --check-prefix=ASM
 
 // CHECK-LABEL: define void @rows(
