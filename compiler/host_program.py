@@ -187,11 +187,11 @@ class _Builder:
                 self.steps.append(Call(PackedWeight(prepare, self.freezing), (source,), (args[i],)))
         outs = [self.buffer(r) for r in op.results]
         self.result.report.conv_kernels += 1
-        if call.sized:  # dynamic sizes: the call allocates its result
-            self.steps.append(Call(call.kernel, tuple(args), tuple(outs)))
-            return
         for b, r in zip(outs, op.results):
-            self.steps.append(Alloc(b, placement_of(r.type)))
+            if call.sized:  # dynamic sizes: the kernel gives the output's placement from its input
+                self.steps.append(SizedAlloc(b, call.kernel.layout, (args[0],)))  # kept while sizes repeat
+            else:
+                self.steps.append(Alloc(b, placement_of(r.type)))
         self.steps.append(Launch(call.kernel, (*args, *outs)))
 
     def _call(self, op: Operation, fn: Callable, library: bool = True) -> None:

@@ -46,10 +46,11 @@ class KernelCall:
     else on every call).
 
         KernelCall(conv_kernel, ((1, pack_weight),))   # launch(x, pack_weight(w), b, out)
-        KernelCall(SizedConv(spec), ((1, pack_weight),), sized=True)   # out = fn(x, pack_weight(w), b)
+        KernelCall(SizedConv(spec), ((1, pack_weight),), sized=True)   # launch(x, pack_weight(w), b, out)
 
-    ``sized``: ``kernel`` is a callable that returns the result, allocated from
-    its operands' sizes (an op of dynamic sizes, on a kernel per concrete size).
+    ``sized``: the op has dynamic sizes; ``kernel`` launches a kernel per concrete
+    size, and ``kernel.layout(x)`` gives the output's shape, strides and dtype from
+    the first operand (the program's ``SizedAlloc``).
     """
 
     kernel: Any

@@ -10,9 +10,10 @@ from program_capture import programs_run
 
 from tessera.compiler.host_steps import PlacedCall
 from tessera.compiler.targets.x86.conv.sized import SizedConv
+from tessera.compiler.targets.x86.conv_choice import host_isa
 from tessera.runtime.errors import SignatureMismatch
 from tessera.runtime.kernel import Kernel
-from tessera.runtime.program import Call
+from tessera.runtime.program import Call, Launch, SizedAlloc
 
 
 class _Attention(torch.nn.Module):
@@ -54,10 +55,10 @@ def test_tessera_conv_checks_operands_when_their_placement_changes():
         for _ in range(2):
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
         programs = programs_run(compiled, x)
-    convs = [s for p in programs for s in p.steps if isinstance(s, Call) and isinstance(s.fn, SizedConv)]
+    convs = [s for p in programs for s in p.steps if isinstance(s, Launch) and isinstance(s.kernel, SizedConv)]
     if not convs:
         pytest.skip("this host's conv is the library's, not tessera's")
-    conv = convs[0].fn
+    conv = convs[0].kernel
     sized = conv._kernels[tuple(x.shape)]
     assert sized.checked is not None  # checked once, then trusted while placements repeat
     operands = [torch.randn(s, dtype=d).as_strided(s, st) for d, s, st, _ in sized.checked]
@@ -74,3 +75,37 @@ def test_tessera_conv_checks_operands_when_their_placement_changes():
         assert checks == [sized.kernel]
     finally:
         Kernel.check = original
+
+
+def test_tessera_conv_of_a_repeated_size_writes_last_runs_output():
+    """The output of tessera's conv at dynamic sizes is the program's allocation:
+    kept while the sizes repeat and nothing outside holds it, new otherwise."""
+    if host_isa() is None:
+        pytest.skip("this host has no conv kernel path (AVX2 and FMA)")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.SiLU(),
+                                torch.nn.Conv2d(32, 32, 3, padding=1)).eval()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", dynamic=True, options={"freezing": True})
+        compiled(torch.randn(1, 32, 10, 10))
+        x = torch.randn(1, 32, 12, 12)
+        programs = programs_run(compiled, x)
+        steps = [s for p in programs for s in p.steps]
+        convs = [s for s in steps if isinstance(s, Launch) and isinstance(s.kernel, SizedConv)]
+        assert convs  # the host has a conv kernel path (checked at the top)
+        sized = {s.buffer for s in steps if isinstance(s, SizedAlloc)}
+        assert all(s.args[-1] in sized for s in convs)  # each output allocated by the program
+        program = next(p for p in programs if any(s in p.steps for s in convs))
+        inner = convs[0].args[-1]
+        assert inner not in program.outputs
+        kept = program._kept.get(inner)
+        assert kept is not None and tuple(kept.shape) == (1, 32, 12, 12)
+        for size in (12, 12, 9, 12):
+            y = torch.randn(1, 32, size, size)
+            torch.testing.assert_close(compiled(y), model(y), rtol=1e-4, atol=1e-4)
+        again = program._kept.get(inner)
+        assert again is not None and tuple(again.shape) == (1, 32, 12, 12)
+        del kept, again
+        before = program._kept[inner].data_ptr()
+        compiled(x)
+        assert program._kept[inner].data_ptr() == before  # the same memory, written again

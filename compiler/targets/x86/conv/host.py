@@ -6,7 +6,7 @@
     Call(pack, (w,), (pw,))                  # the weight packed (under freezing in the step preparing weights)
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
-    // of dynamic sizes: Call(SizedConv(spec), (x, pw, b), (y,)), a kernel per size (sized.py)
+    // of dynamic sizes: SizedAlloc(y, conv.layout, (x,)), Launch(conv := SizedConv(spec), (x, pw, b, y)) (sized.py)
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
 
 Which convs, and on which vector path, ``select-impl`` decided (the x86
