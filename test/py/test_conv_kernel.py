@@ -266,7 +266,7 @@ def _force_tessera_convs(monkeypatch, contiguous_input: bool = True) -> None:
 
     if host.host_isa() is None:
         pytest.skip("this CPU runs no conv kernel path")
-    monkeypatch.setattr(host, "prefers_winograd", lambda conv, tiles: None)
+    monkeypatch.setattr(host, "prefers_winograd", lambda conv, tiles, isa: None)
     monkeypatch.setattr(host, "prefers_tessera", lambda target, conv, *layouts: (
         target == "x86" and (contiguous_input or all(v == "channels_last" for v in layouts))))
 

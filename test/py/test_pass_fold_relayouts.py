@@ -134,7 +134,7 @@ def test_compiled_resnet_block_is_two_conv_launches(kernel_host):
     import tessera.compiler.targets.x86.conv_choice as choice
 
     with torch.no_grad(), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(choice, "prefers_winograd", lambda conv, tiles: None)  # the direct kernel's folds (24 tiles)
+        mp.setattr(choice, "prefers_winograd", lambda conv, tiles, isa: None)  # the direct kernel's folds (24 tiles)
         launched = record_launches(mp)
         for options in ({"freezing": True}, {"freezing": True, "conv_kernels": False}):
             torch._dynamo.reset()

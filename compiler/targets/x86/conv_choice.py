@@ -97,7 +97,7 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
             or kernel_layout(op.input) != "channels_last" or kernel_layout(op.result) != "channels_last"):
         return None  # what winograd_fits asks first: a depthwise conv of NCHW layouts has no kernel spec at all
     spec = conv_spec(op, isa)
-    return prefers_winograd(ConvShape.of(op), WinogradSpec(spec, 4).tiles) if winograd_fits(spec) else None
+    return prefers_winograd(ConvShape.of(op), WinogradSpec(spec, 4).tiles, isa) if winograd_fits(spec) else None
 
 
 def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:

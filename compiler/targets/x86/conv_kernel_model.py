@@ -62,17 +62,17 @@ MIN_GAIN = 1.05
 
 WINOGRAD_MIN_CHANNELS = 16
 """Fewer input channels leave the Winograd GEMM too short (3->64 at 224x224: 0.22x oneDNN)."""
-WINOGRAD_TILES = ((49, 4), (16, 2))
-"""``(least 4x4 output tiles over the batch, m)``, tried in order (:func:`prefers_winograd`)."""
+WINOGRAD_TILES = {"avx512": ((49, 4), (16, 2)), "avx2": ((49, 4), (16, 2), (4, 4))}
+"""Per vector path, ``(least 4x4 output tiles over the batch, m)``, tried in order (:func:`prefers_winograd`)."""
 
 
-def prefers_winograd(conv: ConvShape, tiles: int) -> int | None:
+def prefers_winograd(conv: ConvShape, tiles: int, isa: str) -> int | None:
     """``m`` of the Winograd F(m x m, 3 x 3) (``targets/x86/conv/winograd.py``) that
-    computes a stride-1 3x3 f32 conv with ``tiles`` 4x4 output tiles, weights
-    transformed once, or None (the direct kernel or oneDNN). ``bench/conv_kernels.py
-    --threads 1 --cpu-time``, AMD EPYC (Zen 5 class, AVX-512), bias, candidates
-    interleaved call by call; speedup over the faster of tessera's direct kernel and
-    oneDNN's prepacked call::
+    computes a stride-1 3x3 f32 conv with ``tiles`` 4x4 output tiles on the vector
+    path ``isa``, weights transformed once, or None (the direct kernel or oneDNN).
+    ``bench/conv_kernels.py --threads 1 --cpu-time``, AMD EPYC (Zen 5 class, AVX-512),
+    bias, candidates interleaved call by call; speedup over the faster of tessera's
+    direct kernel and oneDNN's prepacked call::
 
         conv, output               4x4 tiles   F(4x4)   F(2x2)
         128->128, 64x64 ............. 256 .... 2.32x    1.59x
@@ -92,10 +92,25 @@ def prefers_winograd(conv: ConvShape, tiles: int) -> int | None:
     tiles the 36 (16) transformed weight matrices are streamed for a few rows
     each. Relative error against eager: F(4x4) 4-14e-6, F(2x2) 3-11e-7 (direct:
     1-2e-6), inside f32 tolerances.
+
+    On AVX2 alone (AMD EPYC, Zen 3, 100 GFLOP/s FMA peak, session 20) the
+    direct kernel and oneDNN both fall to 55-65% of the peak at 7x7, and Winograd
+    wins there too (two runs, 9 and 15 rounds)::
+
+        conv, output               4x4 tiles   F(4x4)        F(2x2)
+        128->128, 28x28 .............. 49 .... 2.08x         1.65x
+        64->64, 56x56 ............... 196 .... 1.92x         1.34x
+        256->256, 14x14 .............. 16 .... 1.64x         1.64x
+        64->64, 13x13 ................ 16 .... 1.00x         1.10x
+        256->256, 7x7 ................. 4 .... 1.15x 1.08x   1.40x 1.21x
+        512->512, 7x7 ................. 4 .... 1.26x 1.16x   1.06x 0.97x
+        16->16, 64x64 ............... 256 .... 0.96x         0.87x   (direct 1.61x oneDNN)
+
+    so F(4x4) from 4 tiles there (ResNet's last stage).
     """
     if conv.in_channels < WINOGRAD_MIN_CHANNELS:
         return None
-    return next((m for least, m in WINOGRAD_TILES if tiles >= least), None)
+    return next((m for least, m in WINOGRAD_TILES.get(isa, ()) if tiles >= least), None)
 
 
 _NO_KERNEL = (
