@@ -7,8 +7,8 @@ the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
     .venv/bin/python bench/step_profile.py --model zoo:resnet18 --batch 8 --training
 
 Uses each example's ``benchmark()`` size, or a model of the zoo
-(``test/py/zoo_models.py``, BatchNorm calibrated) at its inputs, an image input
-resized to ``--size`` (and batched to ``--batch``); ``--dynamic`` compiles with
+(``test/py/zoo_models.py``, BatchNorm calibrated) at its inputs, an image's (or a
+video's) height and width set to ``--size`` (and batched to ``--batch``); ``--dynamic`` compiles with
 ``dynamic=True`` (one program for every size: compare with the static one);
 ``--dtype bfloat16`` runs the model in bf16; ``--training`` profiles a training
 step (train mode, no freezing: the forward, ``square().mean()`` of its output,
@@ -58,7 +58,7 @@ def _model(name: str, size: int | None, batch: int | None = None,
         model, args = ZOO[name.removeprefix("zoo:")].build()
     if args and isinstance(args[0], torch.Tensor) and args[0].dim() >= 4 and (size or batch):
         x = args[0]
-        shape = (batch or x.shape[0], *x.shape[1:-2], *((size, size) if size and x.dim() == 4 else x.shape[-2:]))
+        shape = (batch or x.shape[0], *x.shape[1:-2], *((size, size) if size else x.shape[-2:]))
         args = (torch.randn(*shape, generator=torch.Generator().manual_seed(0)), *args[1:])
     return model.to(dtype), tuple(a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                                   for a in args)
