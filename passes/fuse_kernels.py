@@ -25,7 +25,12 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
 2. An op whose users all lie in one group joins that group: a pointwise
    group computes it at the indices its consumers need (elementwise chains,
    broadcasts, pads, reshapes fold into the kernel that consumes them); a
-   reduction group computes it inside its reduction loop (a prologue).
+   reduction group computes it inside its reduction loop (a prologue). Except
+   a transcendental op (exp, sigmoid, tanh, erf, ...) whose result the group
+   broadcasts over at least :data:`BROADCAST_RECOMPUTE` times its elements:
+   it would be evaluated once per element of the group, so it is materialized
+   (a squeeze-excite gate, ``sigmoid`` of ``1xCx1x1``, scaling ``1xCxHxW``:
+   C sigmoids, not C*H*W).
 3. An op with users in several groups, or with a user outside every group
    (a library op, ``func.return``), is materialized: it is the output of a
    new pointwise group, which the other groups read. Recomputation instead
@@ -112,10 +117,37 @@ def op_kind(op: Operation) -> str | None:
     return None
 
 
+TRANSCENDENTAL_OPS = (tsr.ExpOp, tsr.LogOp, tsr.SigmoidOp, tsr.SiluOp, tsr.TanhOp, tsr.ErfOp, tsr.GeluOp, tsr.PowOp)
+"""Elementwise ops that cost a polynomial or a call per element, not one instruction."""
+BROADCAST_RECOMPUTE = 8
+"""A transcendental op broadcast over this many times its elements is materialized (rule 2)."""
+
+
 @dataclass(eq=False)
 class _Group:
     kind: str  # "pointwise" | "reduction"
     ops: list[Operation] = field(default_factory=list)
+    space: int | None = None
+    """Elements of the group's iteration space (a pointwise group's output, a reduction's input), if static."""
+
+
+def _numel(v: SSAValue) -> int | None:
+    shape = shape_of(v.type) if isinstance(v.type, TensorType) else None
+    if shape is None or not is_static(shape):
+        return None
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _broadcast_recompute(op: Operation, g: _Group) -> bool:
+    """Whether ``g`` would evaluate the transcendental ``op`` at least
+    :data:`BROADCAST_RECOMPUTE` times per element of its result."""
+    if not isinstance(op, TRANSCENDENTAL_OPS) or g.space is None:
+        return False
+    n = _numel(op.results[0])
+    return n is not None and g.space >= BROADCAST_RECOMPUTE * n
 
 
 def _users(op: Operation) -> list[Operation]:
@@ -188,7 +220,7 @@ def partition(block: Block) -> _Partition:
     siblings: dict[tuple, _Group] = {}
 
     def new_group(kind: str, op: Operation) -> _Group:
-        g = _Group(kind)
+        g = _Group(kind, space=_numel(op.input if kind == "reduction" else op.results[0]))
         groups.append(g)
         home[op] = g
         return g
@@ -218,7 +250,7 @@ def partition(block: Block) -> _Partition:
                 g = siblings[key] = new_group("reduction", op)
             home[op] = g
             join(op, [g])
-        elif not external and len(ug) == 1:
+        elif not external and len(ug) == 1 and not _broadcast_recompute(op, ug[0]):
             join(op, ug)
         elif kind == "movement" and ug:
             gs = ug + ([new_group("pointwise", op)] if external else [])

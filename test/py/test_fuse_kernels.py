@@ -221,6 +221,24 @@ func.func @forward(%x: {t}, %w: {T((8, 8))}) -> ({t}, {T((4, 1))}) {{
     assert body_names(mul).count("tsr.permute") == 2, "the permutes fold into their consumer"
 
 
+def test_a_transcendental_op_broadcast_over_its_group_is_materialized():
+    """A squeeze-excite gate, sigmoid of 1x8x1x1 scaling 1x8x16x16, is its own kernel (8
+    sigmoids, not 2048); a cheap op so broadcast, and a sigmoid at its consumer's size,
+    still fuse into the consumer."""
+    x, s = T((1, 8, 16, 16)), T((1, 8, 1, 1))
+    after = check_fusion(f"""
+func.func @forward(%x: {x}, %s: {s}) -> ({x}, {x}) {{
+  %g = tsr.sigmoid %s : ({s}) -> {s}
+  %y = tsr.mul %x, %g : ({x}, {s}) -> {x}
+  %h = tsr.add %s, %s : ({s}, {s}) -> {s}
+  %z = tsr.sigmoid %x : ({x}) -> {x}
+  %w = tsr.mul %z, %h : ({x}, {s}) -> {x}
+  func.return %y, %w : {x}, {x}
+}}""")
+    groups = sorted(sorted(body_names(f)) for f in fused_ops(after))
+    assert groups == [["tsr.add", "tsr.mul", "tsr.sigmoid"], ["tsr.mul"], ["tsr.sigmoid"]]
+
+
 def test_reduction_consumers_start_a_new_group_softmax():
     t = T((4, 16))
     r = T((4, 1))
