@@ -77,7 +77,7 @@ from tessera.dialects.tsr.dim_sources import dim_origin, reshape_anchors, sized_
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
-from tessera.dialects.tsr.shapes import ints, is_static, shape_of
+from tessera.dialects.tsr.shapes import ints, is_static, numel, shape_of
 
 
 class FusionError(TesseraError):
@@ -132,13 +132,9 @@ class _Group:
 
 
 def _numel(v: SSAValue) -> int | None:
+    """Elements of a tensor value of static shape, else None."""
     shape = shape_of(v.type) if isinstance(v.type, TensorType) else None
-    if shape is None or not is_static(shape):
-        return None
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return numel(shape) if shape is not None and is_static(shape) else None
 
 
 def _broadcast_recompute(op: Operation, g: _Group) -> bool:
