@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the dialect's verifiers use the arithmetic; only the weight step needs torch
@@ -68,19 +68,36 @@ class PolyphaseDim:
 
 
 def polyphase_weight(dims: Sequence[PolyphaseDim], w: torch.Tensor) -> torch.Tensor:
-    """The polyphase conv's weight (``tsr.polyphase_weight``). Per spatial dim, a 0/1
-    matrix [phase, phase tap, tap] sums the taps each phase folds together; phases
-    end up ahead of the output channels. Half weights are summed in f32 and rounded once."""
+    """The polyphase conv's weight (``tsr.polyphase_weight``): the taps
+    ``[C_out * C_in, K]`` times the 0/1 fold ``[K, phase, phase tap]`` (:func:`_fold`),
+    one matmul, then phases moved ahead of the output channels. Half weights are
+    summed in f32 and rounded once."""
     import torch
 
-    out = w.float() if w.dtype in (torch.float16, torch.bfloat16) else w
-    for d, dim in enumerate(dims):
-        fold = torch.zeros(dim.scale, dim.taps, dim.kernel, dtype=out.dtype, device=w.device)
+    acc = torch.float32 if w.dtype in (torch.float16, torch.bfloat16) else w.dtype
+    dims = tuple(dims)
+    fold = _fold(dims, acc, w.device)
+    c_out, c_in = w.shape[:2]
+    phases, taps = fold.shape[1:]
+    out = w.reshape(c_out * c_in, -1).to(acc) @ fold.reshape(fold.shape[0], -1)
+    out = out.reshape(c_out * c_in, phases, taps).transpose(0, 1)  # [phase, C_out * C_in, phase taps]
+    return out.reshape(phases * c_out, c_in, *(d.taps for d in dims)).to(w.dtype)
+
+
+@lru_cache(maxsize=64)
+def _fold(dims: tuple[PolyphaseDim, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``[kernel taps, phases, phase taps]``, each flattened over ``dims`` (first dim
+    slowest): 1 where a phase's tap sums an original tap; the product of the per-dim
+    0/1 matrices."""
+    import torch
+
+    fold = torch.ones(1, 1, 1, dtype=torch.float64)
+    for dim in dims:
+        one = torch.zeros(dim.kernel, dim.scale, dim.taps, dtype=torch.float64)
         for a in range(dim.scale):
             for t in range(dim.kernel):
-                fold[a, dim.tap(a, t), t] = 1
-        axis = out.dim() - len(dims) + d  # this dim's tap axis (phases are prepended)
-        out = torch.tensordot(out, fold, dims=([axis], [2]))  # [..., phase, phase tap] at the end
-        out = out.movedim(-2, d).movedim(-1, axis + 1)
-    phases = out.shape[: len(dims)]
-    return out.reshape(-1, *out.shape[len(phases) + 1:]).to(w.dtype).contiguous()
+                one[t, a, dim.tap(a, t)] = 1
+        k, p, q = fold.shape
+        fold = (fold[:, None, :, None, :, None] * one[None, :, None, :, None, :]).reshape(
+            k * dim.kernel, p * dim.scale, q * dim.taps)
+    return fold.to(device=device, dtype=dtype)
