@@ -309,6 +309,36 @@ def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():
         _close(conv(x, w), torch.nn.functional.conv2d(x, w, padding=1), f"at {n}")
 
 
+
+def test_a_dynamic_library_conv_under_freezing_reorders_its_weight_per_input_size():
+    """Under freezing at dynamic sizes oneDNN's weight is reordered for each input
+    size (its blocked format depends on them), the last ``REORDERED_SIZES`` kept, and
+    a size met again reuses its reorder."""
+    from tessera.compiler import library_calls
+    from tessera.compiler.ir_io import parse_module
+    from tessera.dialects import tsr
+
+    module = parse_module("""
+    func.func @f(%x: tensor<1x16x?x?xf32, #tsr.layout<nhwc>>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x?x?xf32, #tsr.layout<nhwc>> {
+      %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x16x?x?xf32, #tsr.layout<nhwc>>, tensor<16x16x3x3xf32>) -> tensor<1x16x?x?xf32, #tsr.layout<nhwc>>
+      func.return %y : tensor<1x16x?x?xf32, #tsr.layout<nhwc>>
+    }""")
+    conv = library_calls.OneDnnConv(next(op for op in module.walk() if isinstance(op, tsr.ConvOp)), freezing=True)
+    w = torch.randn(16, 16, 3, 3)
+    sizes = [4, 9, 4, *range(10, 10 + library_calls.REORDERED_SIZES), 4]
+    with torch.no_grad():
+        for n in sizes:
+            x = torch.randn(1, 16, n, n).contiguous(memory_format=torch.channels_last)
+            _close(conv(x, w), torch.nn.functional.conv2d(x, w, padding=1), f"at {n}")
+    kept = conv._per_size
+    assert list(kept) == [(1, 16, n, n) for n in sizes[-library_calls.REORDERED_SIZES:]]  # 9 and 4 went first
+    assert all(packer._fn.keywords["input_size"] == list(size) for size, packer in kept.items())
+    assert all(packer.packs == 1 for packer in kept.values())
+    again = kept[(1, 16, 12, 12)]
+    with torch.no_grad():
+        conv(torch.randn(1, 16, 12, 12).contiguous(memory_format=torch.channels_last), w)
+    assert kept[(1, 16, 12, 12)] is again and again.packs == 1 and list(kept)[-1] == (1, 16, 12, 12)
+
 def _int8_linear(a, b):
     return torch._int_mm(a, b).float() * 0.5
 
