@@ -22,9 +22,10 @@ from tessera.compiler.targets.x86.conv import (
     conv_channels_last,
     load_conv,
     pack_weight,
+    select_conv_isa,
     spec_for,
 )
-from tessera.compiler.targets.x86.conv.api import pack_weight_kernel
+from tessera.compiler.targets.x86.conv.api import pack_weight_kernel, weight_packer
 from tessera.compiler.targets.x86.conv.isa import isa_of_features
 from tessera.compiler.targets.x86.conv.tiling import choose_tiling
 from tessera.compiler.errors import TesseraError
@@ -352,3 +353,16 @@ def test_the_packing_kernel_writes_pack_weights_bytes(isa, cin, cout, kernel, gr
     spec = ConvSpec(1, cin, cout, (8,) * len(kernel), kernel, groups=groups, isa=isa)
     w = torch.randn(cout, cin // groups, *kernel, generator=GEN)
     assert torch.equal(pack_weight_kernel(w, spec).data, pack_weight(w, spec).data)
+
+
+def test_the_per_call_packer_checks_the_weight_before_its_trusted_launch():
+    """``weight_packer`` (every call without freezing) launches its kernel unchecked,
+    so it checks the weight itself: a parameter of another shape is a typed error,
+    not a write past the packed buffer; a half weight is packed as f32."""
+    spec = ConvSpec(1, 16, 24, (8, 8), (3, 3), isa=select_conv_isa())
+    pack = weight_packer(spec)
+    w = torch.randn(24, 16, 3, 3, generator=GEN)
+    assert torch.equal(pack(w), pack_weight(w, spec).data)
+    assert torch.equal(pack(w.bfloat16()), pack_weight(w.bfloat16().float(), spec).data)
+    with pytest.raises(ConvOperandMismatch, match=r"shape \(24, 16, 3, 3\)"):
+        pack(torch.randn(24, 16, 5, 5))
