@@ -5,7 +5,7 @@ OpenVINO and tessera (with and without freezing), medians of interleaved
 rounds in one process, with the ratio of the best peer's time to tessera's.
 
     .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time] [--size 224]
-                                  [--device cuda] [--modes eager,tessera]
+                                  [--batch 8] [--device cuda] [--modes eager,tessera]
 
 OpenVINO runs the model as its ``torch.compile`` backend cannot on torch 2.13:
 ``openvino.convert_model(model, example_input=...)``, then
@@ -13,7 +13,8 @@ OpenVINO runs the model as its ``torch.compile`` backend cannot on torch 2.13:
 down-conversion) and the same thread count; its column says ``n/a`` where
 ``openvino`` is not installed or cannot convert the model.
 
-``--size`` sets the height and width of an image model's input (a classifier at 224²);
+``--size`` sets the height and width of an image model's input (a classifier at 224²),
+``--batch`` its batch size;
 ``--dtype bfloat16`` runs every mode in bfloat16 (OpenVINO: the float32 model with its
 bf16 inference precision).
 ``--device cuda`` runs every mode on the GPU (tessera's PTX kernels; no OpenVINO column), in
@@ -98,6 +99,8 @@ PEERS = ("eager", "Inductor", "Inductor freezing", "OpenVINO")
 
 SIZE: int | None = None
 """``--size``: the spatial size of 4-D image inputs (None: the zoo's)."""
+BATCH: int | None = None
+"""``--batch``: the batch size of 4-D image inputs (None: the zoo's)."""
 DEVICE = "cpu"
 """``--device``: where the models run."""
 DTYPE = torch.float32
@@ -110,11 +113,12 @@ def _sync() -> None:
 
 
 def build(name: str):
-    """The zoo model and its inputs, an image input resized to ``SIZE``."""
+    """The zoo model and its inputs, an image input resized to ``SIZE`` and batched to ``BATCH``."""
     model, inputs = ZOO[name].build()
-    if SIZE is not None and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() == 4:
-        x = inputs[0]
-        inputs = (torch.randn(*x.shape[:2], SIZE, SIZE, generator=torch.Generator().manual_seed(0)), *inputs[1:])
+    if (SIZE or BATCH) and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() == 4:
+        n, c, h, w = inputs[0].shape
+        shape = (BATCH or n, c, *((SIZE, SIZE) if SIZE else (h, w)))
+        inputs = (torch.randn(*shape, generator=torch.Generator().manual_seed(0)), *inputs[1:])
     return model.to(DEVICE, DTYPE), tuple(x.to(DEVICE, DTYPE) if x.is_floating_point() else x.to(DEVICE)
                                           for x in inputs)
 
@@ -180,13 +184,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-time", action="store_true", help="status and correctness only")
     ap.add_argument("--size", type=int, default=None, help="height and width of image inputs")
+    ap.add_argument("--batch", type=int, default=None, help="batch size of image inputs")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                     help="the models' dtype (OpenVINO: its bf16 inference precision)")
     ap.add_argument("--modes", default=",".join(MODES), help="the columns to time (tessera freezing always)")
     a = ap.parse_args()
-    global SIZE, DEVICE, DTYPE
-    SIZE, DEVICE, DTYPE = a.size, a.device, getattr(torch, a.dtype)
+    global SIZE, BATCH, DEVICE, DTYPE
+    SIZE, BATCH, DEVICE, DTYPE = a.size, a.batch, a.device, getattr(torch, a.dtype)
     for mode in set(MODES) - set(a.modes.split(",")) - {"tessera freezing"}:
         del MODES[mode]
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False

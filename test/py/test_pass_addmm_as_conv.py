@@ -39,6 +39,25 @@ def test_many_rows_become_a_1x1_conv_of_views():
     assert not ops(after, tsr.AddmmOp) and not ops(after, tsr.RelayoutOp)
 
 
+def test_rows_that_outgrow_a_cache_row_are_an_image_of_rows():
+    """The pixels are an image of rows of ``W`` (``row_view``) once one row of all of them
+    holds more than ``ROW_BYTES`` of inputs, so the kernel reads each row once for every
+    channel block; a row count with no divisor of ``MIN_ROW_PIXELS`` or more, or a weight
+    the kernel walks block by block, stays one row."""
+    from tessera.passes.addmm_as_conv import MIN_ROW_PIXELS, ROW_BYTES, row_view
+
+    assert row_view(25088, 384, 96) == (196, 128) and row_view(3136, 96, 384) == (7, 448)
+    assert row_view(128, 32, 48) == (1, 128)  # fits one row
+    assert row_view(4099, 256, 64) == (1, 4099)  # a prime: no row of MIN_ROW_PIXELS or more
+    assert row_view(1568, 1536, 384) == (1, 1568)  # a 2.4 MB weight
+    for m, k, n in ((25088, 384, 96), (6272, 768, 192), (1568, 1536, 16), (97, 4096, 8), (5000, 24, 24)):
+        h, w = row_view(m, k, n)
+        assert h * w == m and (h == 1 or (w * k * 4 <= ROW_BYTES and w >= MIN_ROW_PIXELS))
+    after = check_pass(parse(linear(m=1536, k=64, n=24)), PASS, rtol=1e-5, atol=1e-5)
+    (conv,) = ops(after, tsr.ConvOp)
+    assert conv.input.type.get_shape() == (1, 64, 2, 768) and conv.result.type.get_shape() == (1, 24, 2, 768)
+
+
 def test_a_product_without_bias_becomes_a_conv_without_bias():
     x, w, y = T([96, 32]), T([32, 48], "f32", [1, 0]), T([96, 48])
     text = f"""
@@ -93,8 +112,10 @@ class ConvNeXtBlock(nn.Module):
                                       (nn.Sequential(nn.Linear(48, 96), nn.GELU(), nn.Linear(96, 48)),
                                        torch.randn(4, 32, 48)),
                                       (nn.Sequential(nn.Linear(48, 96, bias=False), nn.SiLU(),
-                                                     nn.Linear(96, 48, bias=False)), torch.randn(2, 40, 48))],
-                         ids=["convnext_block", "transformer_mlp", "bias_free_mlp"])
+                                                     nn.Linear(96, 48, bias=False)), torch.randn(2, 40, 48)),
+                                      (nn.Sequential(nn.Linear(256, 64), nn.GELU(), nn.Linear(64, 256)),
+                                       torch.randn(1100, 256))],  # images of 5 x 220 and 2 x 550 pixels
+                         ids=["convnext_block", "transformer_mlp", "bias_free_mlp", "rows_of_an_image"])
 def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
     from tessera.compiler.targets.x86.conv_choice import host_isa
 
