@@ -89,10 +89,11 @@ class OneDnnConv:
         self.weight_bound = not freezing and not self.bound_per_call and weight_bound(op)
         self.kernel = tuple(op.weight.type.get_shape()[2:])
         self.freezing = freezing
-        self._per_size: dict[tuple[int, ...], Callable[[torch.Tensor], torch.Tensor]] | None = (
-            {} if freezing and not is_static(self.input_size) else None)
+        self.weight: Callable[[torch.Tensor], torch.Tensor] | None = (
+            None if freezing and not is_static(self.input_size) else self._packer(self.input_size))
+        """The weight as every call reads it; None: reordered per input size (:attr:`_per_size`)."""
+        self._per_size: dict[tuple[int, ...], Callable[[torch.Tensor], torch.Tensor]] = {}
         """Under freezing at dynamic sizes: input size -> its reordered weight, least recently used first."""
-        self.weight = self._packer(self.input_size)  # at static sizes
         self._bound_at: dict[tuple, bool] = {}  # input and weight sizes -> weight-bound there
         self.__name__ = "onednn_conv"
 
@@ -110,7 +111,7 @@ class OneDnnConv:
         sizes: a weight reordered for another size runs, but oneDNN reorders it again
         inside every call (8x8 WAN decode under freezing: convs 4.45 -> 5.10 ms with the
         weights of a 12x12 call)."""
-        if self._per_size is None:
+        if self.weight is not None:
             return self.weight(w)
         key = tuple(x.shape)
         packer = self._per_size.pop(key, None) or self._packer(list(key))

@@ -3,7 +3,7 @@ without a bias) becomes a 1x1 convolution on the
 target's own conv kernel, its rows the conv's pixels, where that kernel computes
 the conv (the target's ``own_conv_kernel`` model). The views around the conv
 move no data: the rows are a channels-last ``1 x K x H x W`` image (``H * W = M``,
-:func:`row_view`), the output one of ``N`` channels, the weight ``w`` itself.
+the target's ``own_conv_rows``), the output one of ``N`` channels, the weight ``w`` itself.
 
     %y = tsr.addmm %b, %x, %wt : (tensor<384xf32, #tsr.layout<[0]>>, tensor<3136x96xf32, #tsr.layout<[0, 1]>>,
                                   tensor<96x384xf32, #tsr.layout<[1, 0]>>) -> tensor<3136x384xf32, #tsr.layout<[0, 1]>>
@@ -25,16 +25,9 @@ a classifier's head at batch 1) stay the library's GEMM.
 Only an f32 product of a static weight (its rows may be dynamic) whose rows are row-major, whose weight is a
 linear layer's (``w.t()``: stored ``[N, K]``) and whose bias, if any, is one full row.
 
-The image has rows of ``W`` pixels (:func:`row_view`): x86's conv kernel walks
-image rows, and where the packed weight fits L2 it computes every output channel
-block of a row before the next, so a row's ``W x K`` inputs are read from memory
-once. One row of all ``M`` pixels was read once per channel block: at batch 8
-ConvNeXt-T's 25088x384 by 384x96 linear took 40.3 ms as ``1 x 25088`` and 25.2 as
-``196 x 128`` (1 thread, Zen 3; ``768 -> 192`` of 6272 rows 34.9 -> 21.6, at batch 1
-``384 -> 96`` of 3136 rows 3.28 -> 2.90). A larger weight is walked channel block
-by channel block, every row each time; rows there measured 0.97-1.02x, so it stays
-one row. ConvNeXt-T with freezing, in-process A/B: batch 8 1227 -> 1130 ms, batch 1
-133.0 -> 126.3 ms.
+The image has the rows the target's kernel computes best (``own_conv_rows``;
+x86: ``conv_choice.row_view``, which streams each row's inputs once for every
+output channel block); at dynamic rows, one row of ``M`` pixels.
 """
 
 from __future__ import annotations
@@ -62,35 +55,9 @@ MIN_ROWS_FROZEN = 8
 2.3-2.9x faster than MKL's packed GEMM; at 1 row (a GEMV) MKL's was faster (0.105
 against 0.142 ms)."""
 
-ROW_BYTES = 256 * 1024
-"""The most bytes of inputs an image row of the conv holds (:func:`row_view`): at most half
-of a core's L2 on the CPUs measured (512 KB on Zen 3, 1 MB on Zen 5, 2 MB on Sapphire Rapids)."""
-ROWS_WEIGHT_BYTES = 1024 * 1024
-"""The largest weight whose conv is an image of rows: x86's conv kernel walks rows
-outermost when its packed weight fits L2 (``targets/x86/conv/tiling.py``, ``L2_WEIGHT_BYTES``)."""
-MIN_ROW_PIXELS = 16
-"""The fewest pixels of a row: fewer leave the kernel's register tiles short (one row of all
-``M`` pixels then)."""
-
 _NCHW, _NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
 _CONV_PROPS = {"stride": i64_array([1, 1]), "padding": i64_array([0, 0]), "dilation": i64_array([1, 1]),
                "groups": IntegerAttr(1, i64)}
-
-
-def row_view(m: int, k: int, n: int) -> tuple[int, int]:
-    """``(H, W)`` of the image of ``m`` rows of ``k`` f32 inputs times a ``k x n`` weight:
-    ``W`` the largest divisor of ``m`` whose row of inputs fits :data:`ROW_BYTES`; one row
-    where no divisor of at least :data:`MIN_ROW_PIXELS` does, where the weight is larger
-    than :data:`ROWS_WEIGHT_BYTES`, or where ``m`` is dynamic.
-
-        row_view(25088, 384, 96) == (196, 128); row_view(3136, 96, 384) == (7, 448)
-        row_view(97, 4096, 8) == (1, 97); row_view(1568, 1536, 384) == (1, 1568)
-    """
-    if m == DYNAMIC or m * k * 4 <= ROW_BYTES or k * n * 4 > ROWS_WEIGHT_BYTES:
-        return 1, m
-    most = ROW_BYTES // (4 * k)
-    w = next((d for d in range(min(most, m), MIN_ROW_PIXELS - 1, -1) if m % d == 0), None)
-    return (1, m) if w is None else (m // w, w)
 
 
 def _typed(shape: list[int], perm: tuple[int, ...]) -> TensorType:
@@ -130,7 +97,7 @@ class _AddmmAsConv(RewritePattern):
             new.append(o)
             return o.results[0]
 
-        h, w = row_view(m, k, n)
+        h, w = (1, m) if m == DYNAMIC else self.query.own_conv_rows(m, k, n)
         sizes = [add(tsr.DimOp(op.lhs, 0))] if m == DYNAMIC else []
         x4 = add(tsr.ReshapeOp.create(operands=[op.lhs, *sizes], result_types=[_typed([1, h, w, k], _NCHW)]))
         xc = add(_permute(x4, (0, 3, 1, 2), _typed([1, k, h, w], _NHWC)))

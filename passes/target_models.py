@@ -150,6 +150,10 @@ class TargetModels:
     weights packed once (``freezing``) or on every call, or None where the library should."""
     own_gemm_kernel: Callable[[Any, str | None], str | None] | None = None
     """``own_gemm_kernel(op, features)``: the same for an int8 GEMM (``tsr.int_mm``, ``tsr.scaled_int_mm``)."""
+    own_conv_rows: Callable[[int, int, int], tuple[int, int]] | None = None
+    """``own_conv_rows(m, k, n)``: ``(H, W)`` of the image (``H * W = m``) that the target's own
+    conv kernel computes best as a 1x1 conv of ``m`` rows of ``k`` f32 inputs by a ``k x n``
+    weight (``addmm-as-conv``); None: one row of ``m`` pixels."""
 
 
 _MODELS: dict[str, Callable[[], TargetModels]] = {}
@@ -190,3 +194,8 @@ class KernelQuery:
     def own_gemm(self, op: Any) -> str | None:
         chooser = target_models(self.target).own_gemm_kernel
         return chooser(op, self.features) if chooser is not None else None
+
+    def own_conv_rows(self, m: int, k: int, n: int) -> tuple[int, int]:
+        """``(H, W)`` of the 1x1 conv image of ``m`` rows (:attr:`TargetModels.own_conv_rows`)."""
+        rows = target_models(self.target).own_conv_rows
+        return rows(m, k, n) if rows is not None else (1, m)

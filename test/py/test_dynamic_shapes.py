@@ -309,7 +309,6 @@ def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():
         _close(conv(x, w), torch.nn.functional.conv2d(x, w, padding=1), f"at {n}")
 
 
-
 def test_a_dynamic_library_conv_under_freezing_reorders_its_weight_per_input_size():
     """Under freezing at dynamic sizes oneDNN's weight is reordered for each input
     size (its blocked format depends on them), the last ``REORDERED_SIZES`` kept, and
@@ -338,6 +337,7 @@ def test_a_dynamic_library_conv_under_freezing_reorders_its_weight_per_input_siz
     with torch.no_grad():
         conv(torch.randn(1, 16, 12, 12).contiguous(memory_format=torch.channels_last), w)
     assert kept[(1, 16, 12, 12)] is again and again.packs == 1 and list(kept)[-1] == (1, 16, 12, 12)
+
 
 def _int8_linear(a, b):
     return torch._int_mm(a, b).float() * 0.5

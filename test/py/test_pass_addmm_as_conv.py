@@ -40,11 +40,12 @@ def test_many_rows_become_a_1x1_conv_of_views():
 
 
 def test_rows_that_outgrow_a_cache_row_are_an_image_of_rows():
-    """The pixels are an image of rows of ``W`` (``row_view``) once one row of all of them
-    holds more than ``ROW_BYTES`` of inputs, so the kernel reads each row once for every
-    channel block; a row count with no divisor of ``MIN_ROW_PIXELS`` or more, or a weight
-    the kernel walks block by block, stays one row."""
-    from tessera.passes.addmm_as_conv import MIN_ROW_PIXELS, ROW_BYTES, row_view
+    """The pixels are an image of rows of ``W`` (x86's ``row_view``, the target's
+    ``own_conv_rows``) once one row of all of them holds more than ``ROW_BYTES`` of
+    inputs, so the kernel reads each row once for every channel block; a row count with
+    no divisor of ``MIN_ROW_PIXELS`` or more, or a weight the kernel walks block by
+    block, stays one row."""
+    from tessera.compiler.targets.x86.conv_choice import MIN_ROW_PIXELS, ROW_BYTES, row_view
 
     assert row_view(25088, 384, 96) == (196, 128) and row_view(3136, 96, 384) == (7, 448)
     assert row_view(128, 32, 48) == (1, 128)  # fits one row

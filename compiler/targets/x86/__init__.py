@@ -25,11 +25,12 @@ class X86(CpuTarget):
     own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
-        from .conv_choice import kernel_isa
+        from .conv_choice import kernel_isa, row_view
         from .conv_layouts import CONV_LAYOUTS
         from .gemm_choice import gemm_isa
 
-        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa)
+        return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa,
+                            own_conv_rows=row_view)
 
     def codegen(self, features: str | None = None, cpu: str | None = None) -> X86Target:
         return X86Target(features=features, cpu=cpu)
