@@ -36,7 +36,7 @@ from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static, shape_of
 if TYPE_CHECKING:
     from .importer import FxImporter
 
-from .types import tensor_type
+from .types import size_hint, tensor_type
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -589,10 +589,9 @@ def _whole_ratio(n_in, n_out) -> int | None:
     """``k`` where ``n_out == k * n_in`` (symbolic sizes: proven without adding guards), else None."""
     if isinstance(n_in, int) and isinstance(n_out, int):
         return n_out // n_in if n_in > 0 and n_out % n_in == 0 else None
-    from torch.fx.experimental.symbolic_shapes import optimization_hint as hint
     from torch.fx.experimental.symbolic_shapes import statically_known_true as known
 
-    k = hint(n_out) // max(1, hint(n_in))
+    k = size_hint(n_out) // max(1, size_hint(n_in))
     return k if k >= 1 and known(n_out == k * n_in) else None
 
 

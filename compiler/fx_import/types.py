@@ -37,6 +37,17 @@ def tensor_type(val: Any) -> TensorType:
     return TensorType(elem, shape, LayoutAttr(perm))
 
 
+def size_hint(n: Any) -> int:
+    """The traced example's value of a size that may be symbolic, adding no guard
+    (``optimization_hint``; a torch before 2.13 lacks it: the size's own hint, which
+    every backed size of a Dynamo trace has)."""
+    try:
+        from torch.fx.experimental.symbolic_shapes import optimization_hint
+    except ImportError:
+        return n if isinstance(n, int) else int(n.node.hint)
+    return optimization_hint(n)
+
+
 def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
     """The dim order of strides that may be symbolic: ``perm_from_strides`` of
     the traced example's strides, kept where the shape environment proves each
@@ -45,10 +56,9 @@ def _dim_order(val: Any, shape: list[int], strides: tuple) -> tuple[int, ...]:
     guards: it holds at every size."""
     if all(isinstance(s, int) for s in strides) and DYNAMIC not in shape:
         return perm_from_strides(shape, strides)
-    from torch.fx.experimental.symbolic_shapes import optimization_hint as hint  # adds no guard
     from torch.fx.experimental.symbolic_shapes import statically_known_true as known
 
-    order = perm_from_strides([hint(n) for n in val.shape], [hint(s) for s in strides])
+    order = perm_from_strides([size_hint(n) for n in val.shape], [size_hint(s) for s in strides])
     big = [d for d in order if not known(val.shape[d] == 1) and not known(strides[d] == 0)]
 
     def outer(a: int, b: int) -> bool:  # dim a is outside dim b at every size
