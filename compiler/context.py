@@ -6,6 +6,7 @@ from xdsl.context import Context
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
+from xdsl.dialects.gpu import GPU
 from xdsl.dialects.math import Math
 from xdsl.dialects.memref import MemRef
 from xdsl.dialects.scf import Scf
@@ -16,7 +17,7 @@ from tessera.dialects.tsr import TSR
 
 def make_context() -> Context:
     ctx = Context()
-    # arith/scf/math/memref/vector: the kernel IR (docs/kernel-ir.md)
-    for dialect in (Builtin, Func, TSR, Arith, Scf, Math, MemRef, Vector):
+    # arith/scf/math/memref/vector/gpu: the kernel IR (docs/kernel-ir.md)
+    for dialect in (Builtin, Func, TSR, Arith, Scf, Math, MemRef, Vector, GPU):
         ctx.load_dialect(dialect)
     return ctx

@@ -75,6 +75,10 @@ def lower_kernels(fused: ModuleOp, target: str):
         from .codegen.gpu import thread_per_point
 
         program.kernels = thread_per_point(program.kernels)
+    if t.cooperative_threads:
+        from .codegen.gpu_reductions import cooperative_reductions
+
+        program.kernels = cooperative_reductions(program.kernels, t.cooperative_threads)
     return program
 
 

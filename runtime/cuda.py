@@ -10,7 +10,8 @@ into the device's primary context, the one torch uses, so pointers from
 one thread per grid point, ``ceil(prod(grid) / block)`` blocks of ``block``
 threads, where ``block`` is the kernel's ``.maxntid`` as the driver reports it
 (``CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK``: 256 from the NVPTX target, less
-if the kernel's registers do not allow it).
+if the kernel's registers do not allow it); a cooperative kernel (its signature's
+``threads_per_point``, a block per point) runs ``prod(grid)`` blocks.
 """
 
 from __future__ import annotations
@@ -174,10 +175,13 @@ def load(artifact: Artifact, device: torch.device, options: RuntimeOptions | Non
     kernels = {}
     for sig in artifact.signatures:
         fn = code.function(sig.name)
-        block = code.block_size(fn)
+        block, threads = code.block_size(fn), sig.threads_per_point
+        if threads > 1 and block != threads:  # a block per point: its lanes meet at barriers
+            raise LoadError(f"kernel @{sig.name} computes a point with {threads} threads, but the device "
+                            f"runs it in blocks of {block}")
 
-        def launcher(pointers, _chunks, total, fn=fn, block=block):
-            code.launch(fn, block, total, pointers)
+        def launcher(pointers, _chunks, total, fn=fn, block=block, threads=threads):
+            code.launch(fn, block, total * threads, pointers)
 
         kernels[sig.name] = CudaKernel(sig, device, launcher, options)
     return Module(artifact, kernels, keepalive=code)

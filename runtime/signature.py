@@ -80,6 +80,9 @@ class KernelSignature:
     name: str
     grid: tuple[GridDim, ...]
     args: tuple[BufferSpec, ...]
+    threads_per_point: int = 1
+    """The threads that compute one grid point together (a GPU block per point:
+    ``codegen/gpu_reductions.py``); 1 for every kernel of a CPU target."""
 
     @property
     def dynamic(self) -> bool:
@@ -121,9 +124,10 @@ class KernelSignature:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "grid": [g if isinstance(g, int) else list(g) for g in self.grid],
-                "args": [a.to_json() for a in self.args]}
+                "args": [a.to_json() for a in self.args], "threads_per_point": self.threads_per_point}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> KernelSignature:
         grid = tuple(g if isinstance(g, int) else cast(GridDim, tuple(int(x) for x in g)) for g in d["grid"])
-        return cls(str(d["name"]), grid, tuple(BufferSpec.from_json(a) for a in d["args"]))
+        return cls(str(d["name"]), grid, tuple(BufferSpec.from_json(a) for a in d["args"]),
+                   int(d.get("threads_per_point", 1)))

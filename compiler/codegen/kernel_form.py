@@ -54,6 +54,8 @@ from tessera.runtime.signature import DYNAMIC, BufferSpec, GridDim, KernelSignat
 KERNEL_ATTR = "tsr.kernel"
 OUTPUTS_ATTR = "tsr.outputs"
 DTYPE_ARG_ATTR = "tsr.dtype"
+THREADS_ATTR = "tsr.threads_per_point"
+"""A kernel attribute: the threads (a GPU block) that compute each grid point together."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def analyze_kernel(fn: func.FuncOp) -> KernelForm:
         BufferSpec(sizes_of(t), static_strides(t), _dtype_name(fn, i, t, where), i in outputs)
         for i, t in enumerate(types)
     )
-    return KernelForm(fn, KernelSignature(name, grid, args), parallel, types)
+    return KernelForm(fn, KernelSignature(name, grid, args, _threads_per_point(fn, where)), parallel, types)
 
 
 def sizes_of(t: MemRefType) -> tuple[int, ...]:
@@ -140,6 +142,16 @@ def _outputs(fn: func.FuncOp, nargs: int, where: str) -> frozenset[int]:
     if bad:
         raise CodegenError(f"{where}: '{OUTPUTS_ATTR}' names arguments {bad}, but the kernel has {nargs}")
     return outs
+
+
+def _threads_per_point(fn: func.FuncOp, where: str) -> int:
+    """``tsr.threads_per_point`` (``codegen/gpu_reductions.py``), 1 where absent."""
+    attr = fn.attributes.get(THREADS_ATTR)
+    if attr is None:
+        return 1
+    if not isinstance(attr, IntegerAttr) or attr.value.data < 1:
+        raise CodegenError(f"{where}: '{THREADS_ATTR}' must be a positive integer, got {attr}")
+    return attr.value.data
 
 
 def _top_level_parallel(fn: func.FuncOp, where: str) -> scf.ParallelOp:

@@ -20,7 +20,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from tessera.compiler.codegen import lower_arith, lower_math, lower_memref, lower_vector
+from tessera.compiler.codegen import lower_arith, lower_gpu, lower_math, lower_memref, lower_vector
 from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module, sizes_of, static_strides
@@ -29,7 +29,8 @@ from tessera.compiler.codegen.types import I64, llvm_type
 from tessera.compiler.ir_io import op_location
 from tessera.runtime.signature import DYNAMIC
 
-LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS, **lower_vector.LOWERINGS}
+LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS, **lower_vector.LOWERINGS,
+             **lower_gpu.LOWERINGS}
 
 
 def emit_module(kernels: ModuleOp, target: LlvmTarget, name: str = "tessera_kernels") -> ir.Module:
@@ -75,7 +76,9 @@ class KernelEmitter:
         grid = [g if isinstance(g, int) else self._extent(pointers[g[0]], types[g[0]], *g[1:])
                 for g in self.form.signature.grid]
         for op in self.form.func.body.block.ops:
-            if op is self.form.parallel:
+            if op is self.form.parallel and self.form.signature.threads_per_point > 1:
+                self.target.emit_block_grid(self.b, fn, grid, self._grid_point, self.form.signature.threads_per_point)
+            elif op is self.form.parallel:
                 loops = any(isinstance(inner, scf.ForOp) for inner in op.walk())
                 self.target.emit_grid(self.b, fn, grid, self._grid_point, vectorize=not loops)
             elif op.name != "func.return":

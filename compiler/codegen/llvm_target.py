@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.types import I64, PTR
+
+if TYPE_CHECKING:
+    from tessera.compiler.codegen.llvm_emitter import KernelEmitter
 
 BodyEmitter = Callable[[ir.IRBuilder, Sequence[ir.Value]], None]
 """Emits one grid point's body at the builder's position, given the parallel indices (i64)."""
@@ -113,6 +118,20 @@ class LlvmTarget:
         ``vectorize=False``: the body has loops of its own, which are where vectors
         belong; a loop over grid points stays scalar (where the target has one)."""
         raise NotImplementedError
+
+    def emit_block_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
+                        body: BodyEmitter, threads: int) -> None:
+        """As :meth:`emit_grid`, with ``threads`` threads (a GPU block) per grid point, every one
+        running ``body`` (a cooperative kernel, ``codegen/gpu_reductions.py``)."""
+        raise CodegenError(f"the {self.name} target runs one thread per grid point, not {threads}")
+
+    def lane_index(self, builder: ir.IRBuilder) -> ir.Value:
+        """``gpu.thread_id x`` of a cooperative kernel: the thread's lane in its grid point (``i64``)."""
+        raise CodegenError(f"the {self.name} target has no lanes (gpu.thread_id)")
+
+    def block_reduce(self, em: KernelEmitter, value: ir.Value, combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+        """``gpu.all_reduce``: ``value`` of every lane of the point folded with ``combine``, in every lane."""
+        raise CodegenError(f"the {self.name} target has no lanes (gpu.all_reduce)")
 
     # -- artifacts --------------------------------------------------------------------
     def emit_artifact(self, module: llvm.ModuleRef) -> bytes:

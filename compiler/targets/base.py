@@ -86,6 +86,8 @@ class Target:
     """Reductions over a kept contiguous dim compute this many neighbours per grid point (``lowering.lower``)."""
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
+    cooperative_threads: int = 0
+    """Reduction kernels run this many threads (a block) per grid point (``codegen.gpu_reductions``; 0: one)."""
     own_conv_kernel_passes: tuple[str, ...] = ()
     """Fusion passes that shape convs for the target's own conv kernel, by name. All
     run with ``{target=<name> features=...}`` and are left out with ``conv_kernels=False``."""

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
-from tessera.compiler.ir_io import parse_module, verify_module
 from tessera.compiler.build import compile_kernels
+from tessera.compiler.ir_io import parse_module, verify_module
 from tessera.runtime.module import Module
 
 
@@ -74,3 +74,19 @@ def ulp_error(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
     ref32 = reference.float().abs()
     spacing = (torch.nextafter(ref32, torch.tensor(float("inf"))) - ref32).double()
     return (actual.double() - reference).abs() / spacing
+
+
+def graph_inputs(module: ModuleOp, shape: Sequence[int], seed: int) -> list:
+    """Random inputs of a tsr graph's ``@forward``, each ``?`` dim taken from ``shape``, in the
+    layout its type names."""
+    import torch
+
+    from tessera.compiler.placements import in_layout
+
+    gen = torch.Generator().manual_seed(seed)
+    fn = next(iter(module.body.block.ops))
+    out = []
+    for t in fn.function_type.inputs.data:
+        dims = [n if n >= 0 else shape[d] for d, n in enumerate(t.get_shape())]
+        out.append(in_layout(torch.randn(dims, generator=gen), t))
+    return out

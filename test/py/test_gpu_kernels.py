@@ -2,29 +2,30 @@
 time: a pointwise kernel's inner ``scf.for`` becomes the innermost grid dim
 whether its trip count and the grid are constants or ``memref.dim`` of the
 kernel's arguments (the lowering's dynamic kernels, ``test_dynamic_kernels.py``),
-reductions keep their loops, the PTX goes through ptxas, and the folded kernels,
-run on this CPU through ``test_ptx.EmulatedPtx``, match the reference
-interpreter at several sizes.
+reductions keep their loops (shared by a block of lanes, ``gpu_reductions``),
+the PTX goes through ptxas, and the folded kernels, run on this CPU through
+``test_ptx.EmulatedPtx``, match the reference interpreter at several sizes.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from kernel_testing import parse_kernels
+from kernel_testing import graph_inputs, parse_kernels
 from test_dynamic_kernels import NORM, PAD_UPSAMPLE, RELAYOUT
 from test_ptx import SMS, EmulatedPtx, _optimized, needs_ptxas
 
 from tessera.compiler.codegen.gpu import thread_per_point
+from tessera.compiler.codegen.gpu_reductions import cooperative_reductions
 from tessera.compiler.codegen.kernel_form import kernel_functions, kernel_signatures
 from tessera.compiler.host_program import build_host_program
 from tessera.compiler.interpreter import interpret
 from tessera.compiler.ir_io import parse_module, print_module
 from tessera.compiler.lowering import lower_to_kernels
-from tessera.compiler.placements import in_layout
 from tessera.compiler.stage_io import CompileOptions
 from tessera.compiler.stages import fuse_kernels, lower_kernels
 from tessera.compiler.targets import codegen_target
+from tessera.compiler.targets.nvptx.codegen import BLOCK_SIZE
 from tessera.compiler.targets.nvptx.ptxas import assemble
 
 NHWC = """
@@ -55,20 +56,11 @@ CASES = {
                  [(1, 16, 8, 16), (2, 16, 9, 13), (1, 16, 3, 5)]),
     "pad_upsample": (PAD_UPSAMPLE, [(4, (1, 2))], [(4, (1, 2), (1, 3))],
                      [(1, 4, 3, 5), (1, 4, 8, 8), (1, 4, 2, 13)]),
-    # fused_0 reduces over H and W (its loops carry sums): one thread per (n, c), as it was
+    # fused_0 reduces over H and W (its loops carry sums): its grid stays (n, c), and a block
+    # of lanes shares each point's loops (gpu_reductions)
     "norm": (NORM, [((1, 0), 8), ((3, 0), (3, 2), 8)], [((1, 0), 8), ((3, 0), (3, 2), 8, (3, 3))],
              [(2, 8, 5, 7), (1, 8, 16, 16), (3, 8, 9, 2)]),
 }
-
-
-def _inputs(module, shape, seed):
-    gen = torch.Generator().manual_seed(seed)
-    fn = next(iter(module.body.block.ops))
-    out = []
-    for t in fn.function_type.inputs.data:
-        dims = [n if n >= 0 else shape[d] for d, n in enumerate(t.get_shape())]
-        out.append(in_layout(torch.randn(dims, generator=gen), t))
-    return out
 
 
 def _fused(name):
@@ -82,8 +74,9 @@ def test_dynamic_loop_becomes_the_innermost_grid_dim(name):
     folded = thread_per_point(unfolded)
     assert [s.grid for s in kernel_signatures(unfolded)] == before
     assert [s.grid for s in kernel_signatures(folded)] == after
-    # what the ptx target's kernel stage runs
-    assert print_module(lower_kernels(_fused(name), "ptx").kernels) == print_module(folded)
+    # what the ptx target's kernel stage runs (a long reduction: a block of lanes per point)
+    assert print_module(lower_kernels(_fused(name), "ptx").kernels) == \
+        print_module(cooperative_reductions(folded, BLOCK_SIZE))
     for old, new, g0, g1 in zip(kernel_functions(unfolded), kernel_functions(folded), before, after, strict=True):
         if g0 == g1:
             assert str(old) == str(new), "a kernel that does not fold is left as it was"
@@ -109,7 +102,7 @@ def test_folded_dynamic_kernels_match_the_interpreter(name):
     program = lower_kernels(fuse_kernels(module, CompileOptions("ptx")), "ptx")
     host = build_host_program(program.host, EmulatedPtx(program.kernels).module())
     for k, shape in enumerate(shapes):
-        xs = _inputs(module, shape, k)
+        xs = graph_inputs(module, shape, k)
         for got, want in zip(host(*xs), interpret(module, *xs), strict=True):
             assert got.shape == want.shape and got.stride() == want.stride(), (name, shape)
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

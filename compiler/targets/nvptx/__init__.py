@@ -10,7 +10,7 @@ from tessera.passes.target_models import TargetModels
 
 from ...stage_io import CompileOptions, StageOutput
 from ..base import GpuTarget, Stage, TargetStatus
-from .codegen import NVPTX_TRIPLE, NVPTXTarget
+from .codegen import BLOCK_SIZE, NVPTX_TRIPLE, NVPTXTarget
 
 
 def cubin_stage(prev: StageOutput, opts: CompileOptions) -> StageOutput:
@@ -27,6 +27,7 @@ class Nvptx(GpuTarget):
     device = "cuda"
     default_stage = "ptx"
     artifact_stage = "ptx"  # PTX text: the CUDA driver compiles it for the device it runs on
+    cooperative_threads = BLOCK_SIZE  # a block per point of a long reduction (shared memory, bar.sync)
 
     def models(self) -> TargetModels:
         from .conv_layouts import CONV_LAYOUTS

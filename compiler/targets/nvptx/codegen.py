@@ -45,6 +45,10 @@ BLOCK_SIZE = 256
 """Threads per block: emitted as ``.maxntid``, launched by ``runtime/cuda.py``."""
 GLOBAL = 1
 """NVPTX's global address space (``ld.global``/``st.global``)."""
+SHARED = 3
+"""NVPTX's shared address space (a block's ``.shared`` memory)."""
+BARRIER = "llvm.nvvm.barrier.cta.sync.aligned.all"
+"""``bar.sync``: LLVM 22's name (``llvm.nvvm.barrier0`` before it)."""
 
 _SM = re.compile(r"^sm_(\d+)[af]?$")
 KNOWN_SMS = (75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121)
@@ -120,35 +124,59 @@ class NVPTXTarget(LlvmTarget):
 
     def emit_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
                   body: BodyEmitter, vectorize: bool = True) -> None:
-        static = all(isinstance(g, int) for g in grid)
-        total: int | ir.Value = 1
-        for g in grid:
-            total = total * g if isinstance(total, int) and isinstance(g, int) else \
-                builder.mul(extent(total), extent(g), flags=["nuw"])
-        # 32-bit index math when the grid allows it (64-bit division is a long sequence on GPUs).
-        ity = I32 if static and total < 2**31 else I64
+        total, ity = _grid_total(builder, grid)
         ctaid, ntid, tid = (_sreg(builder, f"llvm.nvvm.read.ptx.sreg.{r}.x") for r in ("ctaid", "ntid", "tid"))
         if ity is I64:
             ctaid, ntid, tid = (builder.zext(v, I64) for v in (ctaid, ntid, tid))
         flat = builder.add(builder.mul(ctaid, ntid, flags=["nuw"]), tid, flags=["nuw"], name="flat")
-        point = fn.append_basic_block("grid.point")
-        done = fn.append_basic_block("grid.done")
-        builder.cbranch(builder.icmp_unsigned("<", flat, extent(total, ity)), point, done)
+        _walk_point(builder, fn, grid, flat, total, ity, body)
 
-        builder.position_at_end(point)
-        indices: list[ir.Value] = []
-        rest = flat
-        for k, g in enumerate(reversed(grid)):
-            outermost = k == len(grid) - 1
-            idx = rest if outermost else builder.urem(rest, extent(g, ity))
-            if not outermost:
-                rest = builder.udiv(rest, extent(g, ity))
-            indices.append(idx if ity is I64 else builder.zext(idx, I64))
-        indices.reverse()
-        body(builder, indices)
-        builder.branch(done)
-        builder.position_at_end(done)
-        builder.ret_void()
+    def emit_block_grid(self, builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value],
+                        body: BodyEmitter, threads: int) -> None:
+        """A block per grid point: ``ctaid.x`` is the point (the bound check is uniform over the
+        block, so every lane reaches each barrier), ``tid.x`` the lane (:meth:`lane_index`)."""
+        if threads != self.block_size:
+            raise CodegenError(f"a cooperative kernel runs {self.block_size} threads per point, not {threads}")
+        total, ity = _grid_total(builder, grid)
+        point = _sreg(builder, "llvm.nvvm.read.ptx.sreg.ctaid.x")
+        _walk_point(builder, fn, grid, builder.zext(point, I64) if ity is I64 else point, total, ity, body)
+
+    def lane_index(self, builder: ir.IRBuilder) -> ir.Value:
+        return builder.zext(_sreg(builder, "llvm.nvvm.read.ptx.sreg.tid.x"), I64)
+
+    def block_reduce(self, em, value: ir.Value, combine) -> ir.Value:
+        """A tree over shared memory: each lane stores its value, then ``log2(block)`` halving
+        steps fold the upper half into the lower, a barrier after each; every lane reads slot 0
+        (and a last barrier lets the next reduction reuse the slots).
+
+            store %v, slots[tid]; barrier
+            if tid < 128: slots[tid] = combine(slots[tid], slots[tid + 128]); barrier   ... 64, ..., 1
+            %r = load slots[0]; barrier
+        """
+        b, n = em.b, self.block_size
+        array = ir.ArrayType(value.type, n)
+        slots = ir.GlobalVariable(em.module, array, em.module.get_unique_name(f"{em.name}.lanes"), addrspace=SHARED)
+        slots.linkage = "internal"
+        slots.initializer = ir.Constant(array, ir.Undefined)
+        slots.align = 8
+        slots.type = ir.PointerType(addrspace=SHARED)  # LLVM 22 reads opaque pointers only
+        tid = _sreg(b, "llvm.nvvm.read.ptx.sreg.tid.x")
+
+        def slot(i: ir.Value) -> ir.Value:
+            return b.gep(slots, [i], inbounds=True, source_etype=value.type)
+
+        b.store(value, slot(tid))
+        _barrier(b)
+        step = n // 2
+        while step >= 1:
+            with b.if_then(b.icmp_unsigned("<", tid, ir.Constant(I32, step))):
+                mine, other = slot(tid), slot(b.add(tid, ir.Constant(I32, step), flags=["nuw"]))
+                b.store(combine(b.load(mine, typ=value.type), b.load(other, typ=value.type)), mine)
+            _barrier(b)
+            step //= 2
+        total = b.load(slots, typ=value.type)
+        _barrier(b)
+        return total
 
     def emit_assembly(self, module: llvm.ModuleRef) -> str:
         _check_no_external_calls(module)
@@ -157,6 +185,46 @@ class NVPTXTarget(LlvmTarget):
     def emit_artifact(self, module: llvm.ModuleRef) -> bytes:
         """The PTX text (what the CUDA driver JIT-compiles for the device it runs on)."""
         return self.emit_assembly(module).encode()
+
+
+def _grid_total(builder: ir.IRBuilder, grid: Sequence[int | ir.Value]) -> tuple[int | ir.Value, ir.IntType]:
+    """The number of grid points, and the index type: 32-bit when the grid is static and
+    allows it (64-bit division is a long sequence on GPUs)."""
+    total: int | ir.Value = 1
+    for g in grid:
+        total = total * g if isinstance(total, int) and isinstance(g, int) else \
+            builder.mul(extent(total), extent(g), flags=["nuw"])
+    return total, (I32 if isinstance(total, int) and total < 2**31 else I64)
+
+
+def _walk_point(builder: ir.IRBuilder, fn: ir.Function, grid: Sequence[int | ir.Value], flat: ir.Value,
+                total: int | ir.Value, ity: ir.IntType, body: BodyEmitter) -> None:
+    """``if (flat < total)``: ``flat`` de-flattened (innermost grid dim fastest), then ``body``."""
+    point = fn.append_basic_block("grid.point")
+    done = fn.append_basic_block("grid.done")
+    builder.cbranch(builder.icmp_unsigned("<", flat, extent(total, ity)), point, done)
+    builder.position_at_end(point)
+    indices: list[ir.Value] = []
+    rest = flat
+    for k, g in enumerate(reversed(grid)):
+        outermost = k == len(grid) - 1
+        idx = rest if outermost else builder.urem(rest, extent(g, ity))
+        if not outermost:
+            rest = builder.udiv(rest, extent(g, ity))
+        indices.append(idx if ity is I64 else builder.zext(idx, I64))
+    indices.reverse()
+    body(builder, indices)
+    builder.branch(done)
+    builder.position_at_end(done)
+    builder.ret_void()
+
+
+def _barrier(b: ir.IRBuilder) -> None:
+    """``bar.sync 0``: every thread of the block waits here."""
+    fn = b.module.globals.get(BARRIER)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(ir.VoidType(), [I32]), name=BARRIER)
+    b.call(fn, [ir.Constant(I32, 0)])
 
 
 def _sreg(b: ir.IRBuilder, name: str) -> ir.Value:

@@ -2,13 +2,17 @@
 // (codegen/gpu.py::thread_per_point): a pointwise kernel's inner loop, here over
 // the dynamic W (`memref.dim %out0, 3`), becomes the innermost grid dim, the
 // grid's dynamic extents kept as they are; the channel mean's loops carry sums
-// and stay (one thread per (n, c)).
+// and stay, a block of lanes per (n, c) sharing them (codegen/gpu_reductions.py).
 // RUN: compilerctl dump %s --target ptx --stage kernel | filecheck %s
 
 // CHECK-LABEL: func.func @fused_0(
+// CHECK-SAME: tsr.threads_per_point = 256
 // CHECK: "scf.parallel"
-// CHECK: scf.for {{.*}} iter_args
-// CHECK: scf.for {{.*}} iter_args
+// CHECK: %[[LANE:[0-9]+]] = "gpu.thread_id"() <{dimension = #gpu<dim x>}>
+// CHECK: %[[START:[0-9]+]] = arith.addi %{{[0-9]+}}, %[[LANE]]
+// CHECK: scf.for {{.*}} = %[[START]] to {{.*}} iter_args
+// CHECK: "gpu.all_reduce"
+// CHECK: arith.addf {{.*}} fastmath<reassoc>
 
 // CHECK-LABEL: func.func @fused_1(
 // CHECK: %[[N:[0-9]+]] = memref.dim %out0, %{{[0-9]+}}
