@@ -31,8 +31,9 @@ are independent. A store outside every loop runs on lane 0. The kernel attribute
 A kernel is left as it is unless each accumulator is updated by one associative op
 (``addf``/``mulf`` with ``reassoc``, ``maximumf``/``minimumf``, integer ``addi``/``ori``/
 ``andi``/``maxsi``/``minsi``) from an initial value that is that op's identity, through
-nested loops at most, and nothing is kept per thread (``memref.alloca``, vectors); and
-unless its reductions are long enough (a static trip count of at least half a block).
+nested loops at most, nothing is kept per thread (``memref.alloca``, vectors), no buffer it
+stores to is read back, and its reductions are long enough (a static trip count of at least
+half a block).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def cooperative_reductions(kernels: ModuleOp, threads: int) -> ModuleOp:
         par = next((op for op in fn.body.block.ops if isinstance(op, scf.ParallelOp)), None)
         if par is None or any(isinstance(op, memref.AllocaOp) or op.name.startswith("vector.") for op in fn.walk()):
             continue
+        if _reads_what_it_writes(fn):
+            continue  # a lane could read what another lane has not stored yet
         loops = [op for op in par.body.block.ops if isinstance(op, scf.ForOp)]
         combiners = [_combiners(loop) for loop in loops]
         if not _worth_sharing(loops, threads) or any(c is None for c in combiners):
@@ -69,6 +72,11 @@ def cooperative_reductions(kernels: ModuleOp, threads: int) -> ModuleOp:
         _share(par, [(loop, c) for loop, c in zip(loops, combiners, strict=True) if c is not None], threads)
         fn.attributes[THREADS_ATTR] = IntegerAttr(threads, 64)
     return out
+
+
+def _reads_what_it_writes(fn) -> bool:
+    stored = {op.memref for op in fn.walk() if isinstance(op, memref.StoreOp)}
+    return any(isinstance(op, memref.LoadOp) and op.memref in stored for op in fn.walk())
 
 
 def _worth_sharing(loops: list[scf.ForOp], threads: int) -> bool:

@@ -59,6 +59,7 @@ def test_a_long_reduction_gets_a_block_of_lanes_per_point():
     (_sum_kernel(1000, update="arith.addf %acc, %v : f32"), "a sum the lowering did not allow to reorder"),
     (_sum_kernel(1000, update="arith.subf %acc, %v : f32"), "subtraction does not associate"),
     (_sum_kernel(1000, extra="%w = arith.mulf %acc, %acc : f32"), "the accumulator read beside its update"),
+    (_sum_kernel(1000, extra=f"%r = memref.load %y[%i0] : {memref([4], 'f32')}"), "a stored buffer read back"),
 ])
 def test_kernels_it_cannot_share_are_left_alone(case, why):
     module = parse_kernels(case)
