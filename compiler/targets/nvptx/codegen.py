@@ -10,6 +10,10 @@
       ...
     }
 
+A cooperative kernel (``codegen/gpu_reductions.py``) runs a block per grid point instead:
+``ctaid.x`` is the point, ``tid.x`` the lane, and ``gpu.all_reduce`` a tree in ``.shared``
+memory with ``bar.sync`` (:meth:`NVPTXTarget.block_reduce`).
+
 Kernels are entered through LLVM 22's ``ptx_kernel`` calling convention (it
 prints ``.entry``; no ``nvvm.annotations`` needed), buffers live in the global
 address space with ``noalias``, and ``.maxntid 256`` pins the block size the
@@ -28,7 +32,8 @@ The kernel-IR side of the contract is shared by GPU targets:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -36,6 +41,9 @@ from llvmlite import ir
 from tessera.compiler.codegen.errors import CodegenError, UnknownTarget
 from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget, extent
 from tessera.compiler.codegen.types import I32, I64
+
+if TYPE_CHECKING:
+    from tessera.compiler.codegen.llvm_emitter import KernelEmitter
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_SM = "sm_80"
@@ -144,22 +152,27 @@ class NVPTXTarget(LlvmTarget):
     def lane_index(self, builder: ir.IRBuilder) -> ir.Value:
         return builder.zext(_sreg(builder, "llvm.nvvm.read.ptx.sreg.tid.x"), I64)
 
-    def block_reduce(self, em, value: ir.Value, combine) -> ir.Value:
+    def block_reduce(self, em: KernelEmitter, value: ir.Value,
+                     combine: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
         """A tree over shared memory: each lane stores its value, then ``log2(block)`` halving
         steps fold the upper half into the lower, a barrier after each; every lane reads slot 0
-        (and a last barrier lets the next reduction reuse the slots).
+        (and a last barrier lets the kernel's next reduction reuse the slots: one array per
+        element type and kernel).
 
             store %v, slots[tid]; barrier
             if tid < 128: slots[tid] = combine(slots[tid], slots[tid + 128]); barrier   ... 64, ..., 1
             %r = load slots[0]; barrier
         """
         b, n = em.b, self.block_size
-        array = ir.ArrayType(value.type, n)
-        slots = ir.GlobalVariable(em.module, array, em.module.get_unique_name(f"{em.name}.lanes"), addrspace=SHARED)
-        slots.linkage = "internal"
-        slots.initializer = ir.Constant(array, ir.Undefined)
-        slots.align = 8
-        slots.type = ir.PointerType(addrspace=SHARED)  # LLVM 22 reads opaque pointers only
+        name = f"{em.name}.lanes.{value.type}"
+        slots = em.module.globals.get(name)
+        if slots is None:
+            array = ir.ArrayType(value.type, n)
+            slots = ir.GlobalVariable(em.module, array, name, addrspace=SHARED)
+            slots.linkage = "internal"
+            slots.initializer = ir.Constant(array, ir.Undefined)
+            slots.align = 8
+            slots.type = ir.PointerType(addrspace=SHARED)  # LLVM 22 reads opaque pointers only
         tid = _sreg(b, "llvm.nvvm.read.ptx.sreg.tid.x")
 
         def slot(i: ir.Value) -> ir.Value:

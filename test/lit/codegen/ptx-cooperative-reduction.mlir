@@ -7,7 +7,7 @@
 // RUN: not compilerctl translate %s --target x86 --emit llvm 2>&1 | filecheck %s --check-prefix=X86
 
 // CHECK-LABEL: .visible .entry rowsum(
-// CHECK: .shared .align 8 .b8 rowsum_$_lanes[1024];
+// CHECK: .shared .align 8 .b8 rowsum_$_lanes_$_float[1024];
 // CHECK: mov.u32 %r{{[0-9]+}}, %ctaid.x;
 // CHECK: setp.gt.u32 {{.*}}, 3;
 // CHECK: mov.u32 %r{{[0-9]+}}, %tid.x;
