@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llvmlite import ir
-from xdsl.dialects import scf
+from xdsl.dialects import gpu, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -119,9 +119,9 @@ class KernelEmitter:
 
     # -- ops -----------------------------------------------------------------------------
     def emit_block(self, block: Block) -> list[ir.Value]:
-        """Emits ``block``'s ops; returns the operands of its terminator (``scf.yield``)."""
+        """Emits ``block``'s ops; returns the operands of its terminator (``scf.yield``, ``gpu.yield``)."""
         for op in block.ops:
-            if isinstance(op, (scf.YieldOp, scf.ReduceOp)):
+            if isinstance(op, (scf.YieldOp, scf.ReduceOp, gpu.YieldOp)):
                 if isinstance(op, scf.ReduceOp) and op.operands:
                     raise CodegenError(f"kernel @{self.name}: scf.reduce with operands is not supported")
                 return [self.values[v] for v in op.operands]

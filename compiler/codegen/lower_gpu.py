@@ -13,10 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
-from xdsl.dialects import gpu
 from xdsl.ir import Operation
 
-from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.lower_arith import Lowering
 
 if TYPE_CHECKING:
@@ -32,11 +30,8 @@ def _all_reduce(em: KernelEmitter, op: Operation, args: list[ir.Value]) -> list[
 
     def combine(x: ir.Value, y: ir.Value) -> ir.Value:
         em.values[block.args[0]], em.values[block.args[1]] = x, y
-        for inner in block.ops:
-            if isinstance(inner, gpu.YieldOp):
-                return em.values[inner.operands[0]]
-            em.emit_op(inner)
-        raise CodegenError(f"kernel @{em.name}: a gpu.all_reduce region must end in gpu.yield")
+        (total,) = em.emit_block(block)  # ends in gpu.yield of the combined value
+        return total
 
     return [em.target.block_reduce(em, args[0], combine)]
 

@@ -79,8 +79,6 @@ def ulp_error(actual: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
 def graph_inputs(module: ModuleOp, shape: Sequence[int], seed: int) -> list:
     """Random inputs of a tsr graph's ``@forward``, each ``?`` dim taken from ``shape``, in the
     layout its type names."""
-    import torch
-
     from tessera.compiler.placements import in_layout
 
     gen = torch.Generator().manual_seed(seed)
