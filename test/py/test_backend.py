@@ -321,6 +321,31 @@ def test_conv_weights_are_packed_once(pack_count):
     assert first == 2 and pack_count["n"] == first
 
 
+def test_instances_of_one_model_called_in_turn_keep_their_packed_weights(pack_count):
+    """Dynamo serves every instance of a model class with one graph (parameters are
+    inputs): under freezing each instance's weights are packed once, not again at
+    every switch, and an in-place update of one instance is still seen."""
+    from tessera.compiler.weight_cache import WEIGHTS_KEPT
+
+    model, (x,) = example("resnet_block")
+    models = [model, *(copy.deepcopy(model) for _ in range(WEIGHTS_KEPT - 1))]
+    for m in models[1:]:
+        for p in m.parameters():
+            p.data.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(p.numel()))
+    with torch.no_grad():
+        compiled = [torch.compile(m, backend="tessera", options={"freezing": True}) for m in models]
+        for c, m in zip(compiled, models):
+            assert_close(c(x), m(x), "first call")
+        packed = pack_count["n"]
+        for _ in range(2):
+            for c, m in zip(compiled, models):
+                assert_close(c(x), m(x), "called in turn")
+        assert pack_count["n"] == packed
+        models[1].conv1.weight.mul_(-0.5)
+        assert_close(compiled[1](x), models[1](x), "after an in-place update of one instance")
+        assert_close(compiled[0](x), models[0](x), "the other instance")
+
+
 @pytest.mark.parametrize("freezing", [False, True])
 def test_conv_weight_updated_in_place_is_packed_again(freezing):
     """Convs may keep their weight packed between calls (freezing); an in-place
