@@ -114,10 +114,13 @@ class OneDnnConv:
         if self.weight is not None:
             return self.weight(w)
         key = tuple(x.shape)
-        packer = self._per_size.pop(key, None) or self._packer(list(key))
-        self._per_size[key] = packer
-        if len(self._per_size) > REORDERED_SIZES:
-            del self._per_size[next(iter(self._per_size))]
+        packer = self._per_size.get(key)
+        if packer is None:
+            packer = self._per_size[key] = self._packer(list(key))
+            if len(self._per_size) > REORDERED_SIZES:
+                del self._per_size[next(iter(self._per_size))]
+        elif next(reversed(self._per_size)) != key:  # the most recent last
+            self._per_size[key] = self._per_size.pop(key)
         return packer(w)
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:

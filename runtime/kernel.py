@@ -98,6 +98,15 @@ class Kernel:
     def launcher(self) -> Launcher:
         return self._launcher
 
+    def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
+        """This kernel at the sizes of ``tensors``: itself when its sizes are static,
+        else a :class:`~tessera.runtime.size_binding.BoundKernel` (``Program`` binding a size)."""
+        if not self.dynamic:
+            return self
+        from tessera.runtime.size_binding import BoundKernel
+
+        return BoundKernel(self, tensors)
+
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
         self._launch(tensors, chunks)

@@ -19,7 +19,9 @@ allocates every buffer anew, so memory between calls holds only the outputs.
 A run whose launches need no check and whose buffers are kept (the steady
 state) runs the steps written out as one Python function
 (``runtime/runner.py``), made on the first such run; every other run is
-interpreted here (``straight_line=False``: always).
+interpreted here (``straight_line=False``: always). A program of run-time
+sizes is bound to the sizes of each checked run (``runtime/size_binding.py``):
+the last :data:`BOUND_SIZES` sizes run as static programs of their own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +39,7 @@ from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import Launchable, placements_of
 from tessera.runtime.layouts import Placement
 from tessera.runtime.memory_plan import SlotMemory, plan_slots
+from tessera.runtime.size_binding import SizesChanged, bind_sizes, bound_launchable, placement_of
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,9 @@ def defines(step: Step) -> tuple[int, ...]:
     return step.results if isinstance(step, Call) else ()
 
 
+BOUND_SIZES = 4
+"""Sizes a program of run-time sizes keeps a bound (static) program for, the most recent."""
+
 _PROBE = -1
 """The key of the object that :func:`_only_ours` compares reference counts with."""
 
@@ -119,6 +126,8 @@ class Program:
     _running: threading.Lock = field(init=False, repr=False, compare=False)
     _runner: list = field(init=False, repr=False, compare=False)
     _memory: SlotMemory | None = field(init=False, repr=False, compare=False)
+    _bound: OrderedDict | None = field(init=False, repr=False, compare=False)
+    _unbound: set = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -152,14 +161,19 @@ class Program:
         object.__setattr__(self, "_alloc", {s.buffer: _placement(s.placement) for s in self.steps if isinstance(s, Alloc)})
         object.__setattr__(self, "_checked", [None])  # the inputs of the last run whose launches were checked
         object.__setattr__(self, "_outputs", frozenset(self.outputs))
-        launched = {b for step in self.steps if isinstance(step, Launch) for b in step.args}
-        # positions of the inputs a kernel reads: the only buffers whose placement a run cannot foresee
+        launched = {b for step in self.steps if isinstance(step, (Launch, SizedAlloc)) for b in step.args}
+        # positions of the inputs a kernel reads or an allocation is sized by: the only buffers whose placement a run cannot foresee
         object.__setattr__(self, "_launched", tuple(i for i, b in enumerate(self.inputs) if b in launched))
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
         object.__setattr__(self, "_runner", [None, None])  # straight-line functions: plain, timed
         plan = plan_slots(self.steps, self.inputs, self.outputs) if self.reuse_buffers else None
         object.__setattr__(self, "_memory", SlotMemory(plan, self._alloc, self.device) if plan and plan.slot_of else None)
+        sizes_vary = any(isinstance(s, SizedAlloc) or (isinstance(s, Launch) and getattr(s.kernel, "dynamic", False))
+                         for s in self.steps)
+        binds = sizes_vary and self.reuse_buffers and self.straight_line
+        object.__setattr__(self, "_bound", OrderedDict() if binds else None)  # launched placements -> bound program
+        object.__setattr__(self, "_unbound", set())  # launched placements whose binding met other sizes
 
     def __reduce__(self) -> tuple:
         """Pickled as what it was made of (the graph cache stores programs): no kept buffers."""
@@ -174,13 +188,27 @@ class Program:
         read differ from the last checked run; otherwise every buffer is as it was
         then (allocations and library results are placed by their types), and
         launches skip the check; such a run with kept buffers runs the
-        straight-line function (``runtime/runner.py``)."""
+        straight-line function (``runtime/runner.py``). A program of run-time sizes
+        runs the program bound to these placements, binding one on a run that
+        has none (``runtime/size_binding.py``)."""
         if len(tensors) != len(self.inputs):
             raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
         seen = placements_of([tensors[i] for i in self._launched])
         trusted = seen == self._checked[0]
         keep = self.reuse_buffers and self._running.acquire(blocking=False)  # one run at a time keeps buffers
         try:
+            if keep and self._bound is not None and seen not in self._unbound:
+                bound = self._bound.get(seen)
+                if bound is None:
+                    return self._run(tensors, seen, trusted, keep, on_step, bind=True)
+                self._bound.move_to_end(seen)
+                try:
+                    return bound.run(*tensors, on_step=on_step)
+                except SizesChanged:  # a size that depends on more than these placements: run it unbound
+                    del self._bound[seen]
+                    if len(self._unbound) >= 64:
+                        self._unbound.clear()
+                    self._unbound.add(seen)
             if trusted and keep and self.straight_line:
                 if on_step is None:
                     return self._straight_line(False)(*tensors)
@@ -229,30 +257,53 @@ class Program:
             self._kept[b] = t
         return t
 
-    def _run(self, tensors, seen, trusted: bool, keep: bool, on_step) -> list[torch.Tensor]:
+    def _run(self, tensors, seen, trusted: bool, keep: bool, on_step, bind: bool = False) -> list[torch.Tensor]:
         env: dict[int, torch.Tensor] = dict(zip(self.inputs, tensors))
-        for step, free in zip(self.steps, self._free_after):
+        sizes: dict[int, object] = {}  # bind: what size_binding.bind reads, by step
+        for i, (step, free) in enumerate(zip(self.steps, self._free_after)):
             if on_step is not None:
                 start = time.perf_counter()
             if isinstance(step, Alloc):
                 env[step.buffer] = self._buffer(step.buffer, keep)
             elif isinstance(step, SizedAlloc):
                 env[step.buffer] = self._sized_buffer(step, keep, env)
+                if bind:
+                    sizes[i] = placement_of(env[step.buffer])
             elif isinstance(step, Launch):
                 if trusted:
                     step.kernel.launch_trusted([env[b] for b in step.args])
                 else:
                     step.kernel(*(env[b] for b in step.args))
+                if bind:
+                    sizes[i] = bound_launchable(step.kernel, [env[b] for b in step.args])
             else:
                 out = step.fn(*(env[b] for b in step.args))
                 outs = [out] if isinstance(out, torch.Tensor) else list(out)
                 if len(outs) != len(step.results):
                     raise ProgramError(f"call of {getattr(step.fn, '__name__', step.fn)} returned {len(outs)} tensors, expected {len(step.results)}")
                 env.update(zip(step.results, outs))
+                if bind:
+                    sizes[i] = [placement_of(t) for t in outs]
             for b in free:
                 env.pop(b, None)
             if on_step is not None:
                 on_step(step, time.perf_counter() - start)
         if not trusted:
             self._checked[0] = seen
+        if bind:
+            self._keep_bound(seen, bind_sizes(self, sizes))
         return [env[b] for b in self.outputs]
+
+    def _keep_bound(self, seen: tuple, bound: Program) -> None:
+        """Keeps ``bound`` for runs with inputs placed as ``seen`` (checked in this run),
+        the most recent :data:`BOUND_SIZES`; the buffers this program kept go."""
+        kept = self._bound
+        if kept is None:
+            return
+        bound._checked[0] = seen
+        kept[seen] = bound
+        while len(kept) > BOUND_SIZES:
+            kept.popitem(last=False)
+        probe = self._kept[_PROBE]
+        self._kept.clear()
+        self._kept[_PROBE] = probe

@@ -37,6 +37,7 @@ import torch
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import Kernel
 from tessera.runtime.layouts import SizedLayout, dense_strides
+from tessera.runtime.size_binding import BoundKernel
 
 if TYPE_CHECKING:
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
@@ -175,19 +176,21 @@ class _Writer:
         k = step.kernel
         args = [_b(b) for b in step.args]
         trusted = f"{self.name('K', k)}.launch_trusted([{', '.join(args)}])"
-        if not isinstance(k, Kernel):  # several kernels behind one step (runtime.kernel.Launchable)
+        bound = isinstance(k, BoundKernel)  # a dynamic kernel at fixed sizes: its dims array a constant
+        if not isinstance(k, Kernel) and not bound:  # several kernels behind one step (runtime.kernel.Launchable)
             self.emit(trusted)
             return
         if k.empty:
             return
         serial = k.serial
-        if serial is None or type(k).dims_arguments is not Kernel.dims_arguments:
+        if serial is None or (not bound and type(k).dims_arguments is not Kernel.dims_arguments):
             self.emit(trusted)
             return
         fn, launcher = self.name("K", serial), self.name("L", k.launcher)
         pointers = [f"{a}.data_ptr()" for a in args]
         if not k.dynamic:
-            total, chunks = k.signature.grid_size, k.default_chunks
+            total, chunks = k.grid_size if bound else k.signature.grid_size, k.default_chunks
+            pointers += [str(a) for a in k.trailing] if bound else []
             if chunks <= 1 or total <= 1:
                 self.emit(f"{fn}({', '.join(pointers)}, 0, {total})")
             else:

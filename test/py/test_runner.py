@@ -18,6 +18,7 @@ from tessera.runtime.errors import ProgramError
 from tessera.runtime.layouts import SizedLayout
 from tessera.runtime.program import SizedAlloc
 from tessera.runtime.runner import straight_line
+from tessera.runtime.size_binding import BoundKernel
 
 from conftest import example
 from kernel_testing import load
@@ -68,8 +69,8 @@ def test_steady_state_runs_are_the_interpreters(compared, name, dynamic, freezin
                 got = compiled(xs)
             torch.testing.assert_close(got, model(xs), rtol=1e-4, atol=1e-4)
     assert compared, "no run took the straight-line function"
-    if dynamic:
-        assert any(isinstance(s, SizedAlloc) for p in compared for s in p.steps)
+    if dynamic:  # the steady state of a dynamic program is its program bound to the run's sizes
+        assert any(isinstance(s, Launch) and isinstance(s.kernel, BoundKernel) for p in compared for s in p.steps)
 
 
 @pytest.fixture(scope="module")
@@ -110,10 +111,13 @@ def test_sized_allocations_are_kept_while_sizes_repeat(scale_module):
                           Call(lambda t: (seen.append(t.data_ptr()), t.relu())[1], (2,), (3,))],
                    inputs=(0, 1), outputs=(3,))
     x, s, _ = scale_inputs()
-    for _ in range(3):
-        (y,) = prog.run(x, s)
-        torch.testing.assert_close(y, scale_reference(x, s).relu(), rtol=1e-5, atol=1e-5)
-    assert len(set(seen)) == 1 and prog._runner[0] is not None
+    prog.run(x, s)  # checked, and bound to these sizes: later runs take the bound program
+    for run in (prog._straight_line(False), prog.run):  # the function of run-time sizes; the bound one's
+        del seen[:]
+        for _ in range(3):
+            (y,) = run(x, s)
+            torch.testing.assert_close(y, scale_reference(x, s).relu(), rtol=1e-5, atol=1e-5)
+        assert len(set(seen)) == 1
 
 
 def test_timed_runs_report_every_step(scale_module):

@@ -93,5 +93,9 @@ class SizedConv:
         else:
             found.kernel.launch_trusted(tensors)
 
+    def bind(self, tensors: Sequence[torch.Tensor]) -> Kernel:
+        """The kernel of ``tensors``' sizes (a program binding its sizes, ``runtime/size_binding.py``)."""
+        return self._sized(tuple(tensors[0].shape)).kernel
+
     def __reduce__(self) -> tuple:
         return SizedConv, (self.spec,)
