@@ -168,6 +168,13 @@ class SlotMemory:
         self.last[slot] = b
         return t
 
+    def release(self) -> None:
+        """Lets the slots' memory go (a later run takes new blocks)."""
+        n = len(self.plan.sizes)
+        self.blocks, self.cdata, self.uses, self.last = [None] * n, [0] * n, [0] * n, [None] * n
+        self.views.clear()
+        self.in_slot = [[] for _ in range(n)]
+
     def kept_bytes(self) -> int:
         """Bytes the slots hold now."""
         return sum(block.numel() for block in self.blocks if block is not None)

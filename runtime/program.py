@@ -296,7 +296,8 @@ class Program:
 
     def _keep_bound(self, seen: tuple, bound: Program) -> None:
         """Keeps ``bound`` for runs with inputs placed as ``seen`` (checked in this run),
-        the most recent :data:`BOUND_SIZES`; the buffers this program kept go."""
+        the most recent :data:`BOUND_SIZES`; the buffers this program kept go (each
+        bound program keeps its own)."""
         kept = self._bound
         if kept is None:
             return
@@ -307,3 +308,5 @@ class Program:
         probe = self._kept[_PROBE]
         self._kept.clear()
         self._kept[_PROBE] = probe
+        if self._memory is not None:
+            self._memory.release()

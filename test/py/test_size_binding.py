@@ -45,6 +45,8 @@ def test_each_size_runs_its_bound_program_as_the_interpreter(name):
                 torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
     bound = list(host.program._bound.values())
     assert len(bound) == len(shapes)
+    assert not host.program._kept.keys() - {-1}  # the buffers are the bound programs'
+    assert host.program._memory is None or host.program._memory.kept_bytes() == 0
     for p in bound:
         assert not any(isinstance(s, SizedAlloc) for s in p.steps)
         kernels = [s.kernel for s in p.steps if isinstance(s, Launch)]
