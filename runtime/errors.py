@@ -42,3 +42,7 @@ class ProgramError(TesseraRuntimeError):
 
 class InvalidOption(TesseraRuntimeError):
     """A runtime option out of its range."""
+
+
+class SizesChanged(TesseraRuntimeError):
+    """A program bound to one run's sizes (``runtime/size_binding.py``) met other sizes."""

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import torch
 
-from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.errors import SignatureMismatch, SizesChanged
 from tessera.runtime.layouts import extent, same_strides
 from tessera.runtime.options import RuntimeOptions
 from tessera.runtime.signature import DYNAMIC, KernelSignature
@@ -100,12 +100,8 @@ class Kernel:
 
     def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
         """This kernel at the sizes of ``tensors``: itself when its sizes are static,
-        else a :class:`~tessera.runtime.size_binding.BoundKernel` (``Program`` binding a size)."""
-        if not self.dynamic:
-            return self
-        from tessera.runtime.size_binding import BoundKernel
-
-        return BoundKernel(self, tensors)
+        else a :class:`BoundKernel` (a program bound to one run's sizes, ``runtime/size_binding.py``)."""
+        return BoundKernel(self, tensors) if self.dynamic else self
 
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
@@ -119,18 +115,20 @@ class Kernel:
     def _launch(self, tensors: Sequence[torch.Tensor], chunks: int | None) -> None:
         if self.empty:
             return
-        args: list[Any] = list(tensors) if self._takes_tensors else [t.data_ptr() for t in tensors]
         if not self.dynamic:
-            self._launcher(args, self.default_chunks if chunks is None else max(1, chunks), self.signature.grid_size)
+            self._start(tensors, (), self.default_chunks if chunks is None else chunks, self.signature.grid_size)
             return
         total = self.signature.grid_size_of(tensors)
         if total == 0:
             return
         dims, keep = self.dims_arguments(self.signature.dims_of(tensors, self._dim_slots))  # noqa: F841 - alive until the launch returns
-        args.extend(dims)
-        if chunks is None:
-            chunks = self._chunks(total, [t.numel() for t in tensors])
-        self._launcher(args, max(1, chunks), total)
+        self._start(tensors, dims, self._chunks(total, [t.numel() for t in tensors]) if chunks is None else chunks, total)
+
+    def _start(self, tensors: Sequence[torch.Tensor], trailing: Sequence[Any], chunks: int, total: int) -> None:
+        """Runs the launcher on ``tensors`` (their addresses, or themselves where the
+        device binds tensors) and ``trailing`` (a dynamic kernel's dims arguments)."""
+        args: list[Any] = list(tensors) if self._takes_tensors else [t.data_ptr() for t in tensors]
+        self._launcher([*args, *trailing], max(1, chunks), total)
 
     def dims_arguments(self, dims: list[int]) -> tuple[list[Any], object]:
         """What a dynamic kernel's launch passes after the buffers for its ``dims``
@@ -174,6 +172,49 @@ def _show(sizes: Sequence[int]) -> str:
 
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     return (t.data_ptr(), t.data_ptr() + extent(t.shape, t.stride()) * t.element_size())
+
+
+class BoundKernel:
+    """A kernel of run-time sizes at the sizes of one set of tensors: its grid,
+    chunks and dims arguments computed once, so it launches as a static kernel
+    does (``runner.py`` calls its machine code with the dims array's address as a
+    constant). Launched with a check on tensors of other sizes it raises
+    :class:`SizesChanged`."""
+
+    dynamic = False
+
+    def __init__(self, kernel: Kernel, tensors: Sequence[torch.Tensor]):
+        sig = kernel.signature
+        self.kernel, self.signature = kernel, sig
+        self.grid_size = sig.grid_size_of(tensors)
+        self.dims = sig.dims_of(tensors, kernel._dim_slots)
+        self.trailing, self._keep = kernel.dims_arguments(self.dims)
+        """What each launch passes after the buffers, and what keeps it alive."""
+        self.default_chunks = kernel._chunks(self.grid_size, [t.numel() for t in tensors])
+        self.empty = self.grid_size == 0
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def serial(self) -> Callable[..., None] | None:
+        return self.kernel.serial
+
+    @property
+    def launcher(self) -> Launcher:
+        return self.kernel.launcher
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        self.kernel.check(tensors)
+        sig = self.signature
+        if sig.grid_size_of(tensors) != self.grid_size or sig.dims_of(tensors, self.kernel._dim_slots) != self.dims:
+            raise SizesChanged(f"kernel @{self.name} was bound to other sizes")
+        self.launch_trusted(tensors)
+
+    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
+        if not self.empty:
+            self.kernel._start(tensors, self.trailing, self.default_chunks, self.grid_size)
 
 
 def _torch_dtype(name: str) -> torch.dtype:

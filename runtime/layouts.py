@@ -26,6 +26,11 @@ class Placement:
     shape: tuple[int, ...]
     strides: tuple[int, ...]
 
+    @classmethod
+    def of(cls, t: torch.Tensor) -> Placement:
+        """The placement ``t`` has."""
+        return cls(t.dtype, tuple(t.shape), tuple(t.stride()))
+
     def holds(self, t: torch.Tensor) -> bool:
         if t.stride() == self.strides:  # the common case, in one comparison (checked on every call)
             return t.shape == self.shape and t.dtype == self.dtype

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from tessera.runtime.errors import ProgramError
+from tessera.runtime.errors import ProgramError, SizesChanged
 from tessera.runtime.kernel import Launchable, placements_of
 from tessera.runtime.layouts import Placement
 from tessera.runtime.memory_plan import SlotMemory, plan_slots
-from tessera.runtime.size_binding import SizesChanged, bind_sizes, bound_launchable, placement_of
+from tessera.runtime.size_binding import bind_sizes, bound_launchable, placement_or_none
 
 
 @dataclass(frozen=True)
@@ -193,22 +193,27 @@ class Program:
         has none (``runtime/size_binding.py``)."""
         if len(tensors) != len(self.inputs):
             raise ProgramError(f"program takes {len(self.inputs)} inputs, got {len(tensors)}")
-        seen = placements_of([tensors[i] for i in self._launched])
+        return self._placed_run(tensors, placements_of([tensors[i] for i in self._launched]), on_step)
+
+    def _placed_run(self, tensors, seen: tuple, on_step) -> list[torch.Tensor]:
+        """:meth:`run` with ``seen``, the placements of the inputs kernels read (the
+        key of a bound program, which its own run takes as it is)."""
         trusted = seen == self._checked[0]
         keep = self.reuse_buffers and self._running.acquire(blocking=False)  # one run at a time keeps buffers
         try:
-            if keep and self._bound is not None and seen not in self._unbound:
+            if keep and self._bound is not None:
                 bound = self._bound.get(seen)
-                if bound is None:
+                if bound is not None:
+                    self._bound.move_to_end(seen)
+                    try:
+                        return bound._placed_run(tensors, seen, on_step)
+                    except SizesChanged:  # a size that depends on more than these placements: run it unbound
+                        del self._bound[seen]
+                        if len(self._unbound) >= 64:
+                            self._unbound.clear()
+                        self._unbound.add(seen)
+                elif seen not in self._unbound:
                     return self._run(tensors, seen, trusted, keep, on_step, bind=True)
-                self._bound.move_to_end(seen)
-                try:
-                    return bound.run(*tensors, on_step=on_step)
-                except SizesChanged:  # a size that depends on more than these placements: run it unbound
-                    del self._bound[seen]
-                    if len(self._unbound) >= 64:
-                        self._unbound.clear()
-                    self._unbound.add(seen)
             if trusted and keep and self.straight_line:
                 if on_step is None:
                     return self._straight_line(False)(*tensors)
@@ -268,7 +273,7 @@ class Program:
             elif isinstance(step, SizedAlloc):
                 env[step.buffer] = self._sized_buffer(step, keep, env)
                 if bind:
-                    sizes[i] = placement_of(env[step.buffer])
+                    sizes[i] = Placement.of(env[step.buffer])
             elif isinstance(step, Launch):
                 if trusted:
                     step.kernel.launch_trusted([env[b] for b in step.args])
@@ -283,7 +288,7 @@ class Program:
                     raise ProgramError(f"call of {getattr(step.fn, '__name__', step.fn)} returned {len(outs)} tensors, expected {len(step.results)}")
                 env.update(zip(step.results, outs))
                 if bind:
-                    sizes[i] = [placement_of(t) for t in outs]
+                    sizes[i] = [placement_or_none(t) for t in outs]
             for b in free:
                 env.pop(b, None)
             if on_step is not None:

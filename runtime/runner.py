@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tessera.runtime.errors import ProgramError
-from tessera.runtime.kernel import Kernel
+from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import SizedLayout, dense_strides
-from tessera.runtime.size_binding import BoundKernel
 
 if TYPE_CHECKING:
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
@@ -189,8 +188,9 @@ class _Writer:
         fn, launcher = self.name("K", serial), self.name("L", k.launcher)
         pointers = [f"{a}.data_ptr()" for a in args]
         if not k.dynamic:
-            total, chunks = k.grid_size if bound else k.signature.grid_size, k.default_chunks
-            pointers += [str(a) for a in k.trailing] if bound else []
+            total, chunks = (k.grid_size if bound else k.signature.grid_size), k.default_chunks
+            if bound:
+                pointers += [str(a) for a in k.trailing]
             if chunks <= 1 or total <= 1:
                 self.emit(f"{fn}({', '.join(pointers)}, 0, {total})")
             else:

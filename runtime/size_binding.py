@@ -7,8 +7,8 @@ again at one size, it repeats that work. After a checked run, :func:`bind_sizes`
 writes the program for the sizes that run saw:
 
     SizedAlloc(5, layout, (0,))          ->  Alloc(5, Placement(f32, (1, 32, 12, 12), (4608, 1, 384, 32)))
-    Launch(k, (0, 5))   # k.dynamic      ->  Launch(BoundKernel(k, ...), (0, 5))   # grid 144, dims array filled once
-    Call(conv, (0, 3), (4,))             ->  Call(Guarded(conv, {4: placement}), (0, 3), (4,))
+    Launch(k, (0, 5))   # k.dynamic      ->  Launch(k.bind(tensors), (0, 5))   # a BoundKernel: grid 144, dims array filled once
+    Call(conv, (0, 3), (4,))             ->  Call(Guarded(conv, {0: placement}), (0, 3), (4,))
 
 Its allocations are static, so its buffers share memory by the memory plan
 (``memory_plan.py``), and its straight-line function (``runner.py``) launches
@@ -17,7 +17,7 @@ each kernel with constant arguments, as a static program's does.
 What the binding assumed is checked where it cannot be foreseen: a call whose
 result a bound size came from raises :class:`SizesChanged` if the result is
 placed otherwise (a size that depends on the data), and so does a bound kernel
-launched with a check on tensors of other sizes. The dynamic program then runs
+(``runtime.kernel.BoundKernel``) launched with a check on tensors of other sizes. The dynamic program then runs
 the call itself (``Program.run``); the program is a function of its inputs, so
 running it again from the start is safe.
 """
@@ -29,60 +29,13 @@ from typing import Any
 
 import torch
 
-from tessera.runtime.errors import TesseraRuntimeError
+from tessera.runtime.errors import SizesChanged
 from tessera.runtime.layouts import Placement
 
 
-class SizesChanged(TesseraRuntimeError):
-    """A bound program met sizes other than the ones it was bound to."""
-
-
-def placement_of(t: Any) -> Placement | None:
-    """A tensor's placement (None for anything else)."""
-    return Placement(t.dtype, tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
-
-
-class BoundKernel:
-    """A kernel of run-time sizes with its grid and dims arguments fixed for one
-    set of sizes: launched like a static kernel (``runner.py`` calls its machine
-    code with the dims array's address as a constant)."""
-
-    dynamic = False
-
-    def __init__(self, kernel: Any, tensors: Sequence[torch.Tensor]):
-        sig = kernel.signature
-        self.kernel, self.signature = kernel, sig
-        self.grid_size = sig.grid_size_of(tensors)
-        self.dims = sig.dims_of(tensors, sig.dim_slots)
-        self.trailing, self._keep = kernel.dims_arguments(self.dims)
-        """What each launch passes after the buffers (the dims array), and what keeps it alive."""
-        self.default_chunks = kernel._chunks(self.grid_size, [t.numel() for t in tensors])
-        self.empty = self.grid_size == 0
-
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-    @property
-    def serial(self) -> Callable[..., None] | None:
-        return self.kernel.serial
-
-    @property
-    def launcher(self) -> Callable:
-        return self.kernel.launcher
-
-    def __call__(self, *tensors: torch.Tensor) -> None:
-        self.kernel.check(tensors)
-        sig = self.signature
-        if sig.grid_size_of(tensors) != self.grid_size or sig.dims_of(tensors, sig.dim_slots) != self.dims:
-            raise SizesChanged(f"kernel @{self.name} was bound to other sizes")
-        self.launch_trusted(tensors)
-
-    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
-        if self.empty:
-            return
-        args = list(tensors) if self.kernel._takes_tensors else [t.data_ptr() for t in tensors]
-        self.kernel.launcher([*args, *self.trailing], self.default_chunks, self.grid_size)
+def placement_or_none(t: Any) -> Placement | None:
+    """A call result's placement (None: not a tensor)."""
+    return Placement.of(t) if isinstance(t, torch.Tensor) else None
 
 
 class Guarded:

@@ -18,7 +18,7 @@ from tessera.runtime.errors import ProgramError
 from tessera.runtime.layouts import SizedLayout
 from tessera.runtime.program import SizedAlloc
 from tessera.runtime.runner import straight_line
-from tessera.runtime.size_binding import BoundKernel
+from tessera.runtime.kernel import BoundKernel
 
 from conftest import example
 from kernel_testing import load

@@ -12,10 +12,10 @@ from tessera.compiler.backend import build_kernels, host_program_of, load_kernel
 from tessera.compiler.interpreter import interpret
 from tessera.compiler.ir_io import parse_module
 from tessera.compiler.stage_io import CompileOptions
-from tessera.runtime.kernel import Kernel
+from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import SizedLayout
 from tessera.runtime.program import BOUND_SIZES, Call, Launch, Program, SizedAlloc
-from tessera.runtime.size_binding import BoundKernel, SizesChanged
+from tessera.runtime.errors import SizesChanged
 
 from test_dynamic_kernels import CASES, _entry_types, _inputs
 
