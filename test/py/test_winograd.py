@@ -174,3 +174,63 @@ def test_backend_leaves_a_first_conv_of_3_channels_off_winograd():
         compiled = torch.compile(model, backend="tessera", options={"freezing": True})
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
         assert _winograd_launches(compiled, x) == 1
+
+
+def _sized_winograd(compiled, x):
+    from tessera.compiler.targets.x86.conv.sized import SizedWinograd
+    from tessera.runtime.program import Launch
+
+    return [s.kernel for p in programs_run(compiled, x) for s in p.steps
+            if isinstance(s, Launch) and isinstance(s.kernel, SizedWinograd)]
+
+
+@needs_avx2
+def test_sized_winograd_chooses_per_size_and_packs_each_form_once():
+    """At each size the chosen m's Winograd or the direct kernel, each exact; each
+    form of the weight packed once however the sizes alternate; pickled, it
+    chooses again."""
+    from tessera.compiler.targets.x86.conv.sized import SizedWinograd
+    from tessera.compiler.targets.x86.conv_choice import winograd_m_at
+
+    isa = select_conv_isa()
+    spec = ConvSpec(1, 32, 32, (3, 3), (3, 3), padding=1, bias=True, isa=isa)
+    conv = SizedWinograd(spec, winograd_m_at)
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(32, 32, 3, 3, generator=g) / 20
+    b = torch.randn(32, generator=g)
+    sizes = [(2, 2), (28, 28), (2, 2), (28, 28), (1, 9)]
+    for size in [*sizes, *sizes]:
+        x = torch.randn(1, 32, *size, generator=g).contiguous(memory_format=torch.channels_last)
+        shape, strides, _ = conv.layout(x)
+        out = torch.full(shape, float("nan")).as_strided(shape, strides)
+        conv(x, w, b, out)
+        want = F.conv2d(x.double(), w.double(), b.double(), padding=1).float()
+        torch.testing.assert_close(out, want, rtol=2e-5, atol=2e-5)
+    assert {size: conv._sized((1, 32, *size)).m for size in ((2, 2), (28, 28))} == {(2, 2): None, (28, 28): 4}
+    assert {m: form.packs for m, form in conv._forms.items()} == {None: 1, 4: 1}
+    again = pickle.loads(pickle.dumps(conv))
+    assert again._forms == {} and again._sized((1, 32, 28, 28)).m == 4
+
+
+@needs_avx2
+def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_size():
+    """``dynamic=True`` under freezing: one program, Winograd at the sizes with the
+    tiles for it and the direct kernel below, each matching eager; two instances
+    of the block called in turn keep their own weights' forms."""
+    torch.manual_seed(0)
+    models = [_Block(32).eval() for _ in range(2)]
+    for model in models:
+        for bn in (model.b1, model.b2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+    with torch.no_grad():
+        compiled = [torch.compile(m, backend="tessera", dynamic=True, options={"freezing": True}) for m in models]
+        for size in (20, 3, 12, 20):
+            for model, fn in zip(models, compiled):
+                x = torch.randn(1, 32, size, size)
+                want = model(x)
+                torch.testing.assert_close(fn(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+        convs = _sized_winograd(compiled[0], x)
+    assert len(convs) == 2
+    small, large = (convs[0]._sized((1, 32, s, s)).m for s in (3, 20))
+    assert small is None and large in (2, 4)  # 1 tile: the direct kernel; 25: F(2x2) or F(4x4) by the vector path

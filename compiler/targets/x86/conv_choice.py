@@ -9,7 +9,9 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(conv_512x512_7x7, None, freezing=False)   # None: weight-bound, packing it per call loses
     kernel_isa(conv_of_dynamic_sizes, None)         # as for its channels and kernel: a kernel per size
     kernel_isa(conv3x3_64x64_56x56, None, freezing=True)   # "avx512:winograd4": Winograd F(4x4, 3x3)
+    kernel_isa(conv3x3_64x64_of_dynamic_sizes, None, freezing=True)   # "avx512:winograd": m per size
     split_impl("avx512:winograd4")    # ("avx512", 4); split_impl("avx512") == ("avx512", None)
+    split_impl("avx512:winograd")     # ("avx512", PER_SIZE)
     row_view(25088, 384, 96)          # (196, 128): a linear of 25088 rows as an image of 196 rows
 
 The kernel takes f32 2-D/3-D convs reading and writing channels-last or
@@ -29,7 +31,7 @@ from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv.spec import ConvSpec
 from .conv.tiling import L2_WEIGHT_BYTES
 from .conv.winograd_spec import WinogradSpec, winograd_fits
-from .conv_kernel_model import prefers_tessera, prefers_winograd
+from .conv_kernel_model import WINOGRAD_MIN_CHANNELS, prefers_tessera, prefers_winograd
 
 if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
     from xdsl.ir import SSAValue
@@ -97,10 +99,15 @@ def row_view(m: int, k: int, n: int) -> tuple[int, int]:
 WINOGRAD = ":winograd"
 
 
+PER_SIZE = 0
+"""Winograd's ``m`` of a conv of dynamic sizes: chosen per size (:func:`winograd_m_at`, ``conv/sized.py``)."""
+
+
 def split_impl(impl: str) -> tuple[str, int | None]:
-    """A conv's ``tsr.impl``: its vector path, and ``m`` where Winograd F(m x m, 3 x 3) computes it."""
+    """A conv's ``tsr.impl``: its vector path, and ``m`` where Winograd F(m x m, 3 x 3)
+    computes it (:data:`PER_SIZE`: ``m`` per size, or the direct kernel)."""
     isa, sep, m = impl.partition(WINOGRAD)
-    return isa, int(m) if sep else None
+    return isa, (int(m) if m else PER_SIZE) if sep else None
 
 
 def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
@@ -120,19 +127,39 @@ def conv_spec(op: tsr.ConvOp, isa: str) -> ConvSpec:
                     output_layout=kernel_layout(op.result) or "channels_last")
 
 
+def winograd_m_at(spec: ConvSpec) -> int | None:
+    """``m`` of the Winograd F(m x m, 3 x 3) that computes a conv the Winograd
+    kernels take at ``spec``'s sizes, or None (the direct kernel): the measured
+    model's choice by its channels and 4x4 output tiles (``conv_kernel_model.prefers_winograd``).
+
+        >>> winograd_m_at(ConvSpec(1, 64, 64, (56, 56), (3, 3), padding=1, isa="avx512"))
+        4
+        >>> winograd_m_at(ConvSpec(1, 512, 512, (7, 7), (3, 3), padding=1, isa="avx512")) is None
+        True
+    """
+    shape = ConvShape(spatial=2, dtype="f32", in_channels=spec.in_channels, out_channels=spec.out_channels,
+                      groups=spec.groups, kernel=spec.kernel, stride=spec.dims("stride"))
+    return prefers_winograd(shape, WinogradSpec(spec, 4).tiles, spec.isa)
+
+
 def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     """``m`` of the Winograd F(m x m, 3 x 3) that computes ``op`` (an f32 conv of the
-    kernel's layouts), or None: a conv of static sizes that the Winograd kernels
-    take (``winograd_spec.winograd_fits``), its weight transformed once
-    (``freezing``), in a class the measured model gives it, by its channels and
-    4x4 output tiles (``conv_kernel_model.prefers_winograd``)."""
+    kernel's layouts), or None: a conv that the Winograd kernels take
+    (``winograd_spec.winograd_fits``), its weight transformed once
+    (``freezing``), in a class the measured model gives it (:func:`winograd_m_at`).
+    Of dynamic sizes, :data:`PER_SIZE` where it has the channels for Winograd:
+    the model's choice is made per size when the conv runs."""
     from tessera.dialects.tsr.shapes import is_static
 
-    if (not freezing or not is_static(op.input.type.get_shape()) or op.groups.value.data != 1
+    if (not freezing or op.groups.value.data != 1
             or kernel_layout(op.input) != "channels_last" or kernel_layout(op.result) != "channels_last"):
         return None  # what winograd_fits asks first: a depthwise conv of NCHW layouts has no kernel spec at all
     spec = conv_spec(op, isa)
-    return prefers_winograd(ConvShape.of(op), WinogradSpec(spec, 4).tiles, isa) if winograd_fits(spec) else None
+    if not winograd_fits(spec):
+        return None
+    if not is_static(op.input.type.get_shape()):
+        return PER_SIZE if spec.in_channels >= WINOGRAD_MIN_CHANNELS else None
+    return winograd_m_at(spec)
 
 
 def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:
@@ -154,5 +181,5 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     if isa is None:
         return None
     if (m := winograd_m(op, isa, freezing)) is not None:
-        return f"{isa}{WINOGRAD}{m}"
+        return f"{isa}{WINOGRAD}{'' if m == PER_SIZE else m}"
     return isa if prefers_tessera("x86", ConvShape.of(op), *layouts) else None

@@ -8,6 +8,8 @@
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
     // of dynamic sizes: SizedAlloc(y, conv.layout, (x,)), Launch(conv := SizedConv(spec), (x, pw, b, y)) (sized.py)
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
+    // tsr.impl = "avx512:winograd" (dynamic sizes): Call(own_copy, (w,), (w2,)), SizedAlloc(y, ...),
+    //     Launch(SizedWinograd(spec, winograd_m_at), (x, w2, b, y))   # m per size, each form packed once
 
 Which convs, and on which vector path, ``select-impl`` decided (the x86
 model: ``conv_choice.py``) and recorded as ``tsr.impl``. :func:`conv_call` gives the loaded kernel (built at
@@ -20,9 +22,9 @@ from __future__ import annotations
 
 from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
-from tessera.compiler.targets.x86.conv.sized import SizedConv
+from tessera.compiler.targets.x86.conv.sized import SizedConv, SizedWinograd, own_copy
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
-from tessera.compiler.targets.x86.conv_choice import conv_spec, split_impl
+from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, winograd_m_at
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import is_static
 
@@ -34,6 +36,8 @@ def conv_call(op: tsr.ConvOp, impl: str) -> KernelCall:
     The kernel's arguments: input, packed weight, [bias], [residual], output."""
     isa, m = split_impl(impl)
     spec = conv_spec(op, isa)
+    if m == PER_SIZE:
+        return KernelCall(SizedWinograd(spec, winograd_m_at), ((1, own_copy),), sized=True)
     if m is not None:
         conv = WinogradConv(spec, m)
         return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))

@@ -10,6 +10,11 @@ like every spec's kernel), behind the one program of the graph.
     Launch(conv := SizedConv(spec), (x, pw, b, y))
     // at 1x64x32x32: conv2d_avx512_n1_64to64_32x32_k3x3_p1x1_bias_silu, built once, then reused
 
+A 3x3 conv that Winograd computes at static sizes (``winograd.py``) is, at dynamic
+sizes, a :class:`SizedWinograd`: per size, Winograd F(m x m, 3 x 3) with the ``m``
+the measured model gives that size's tiles, or the direct kernel where it gives
+none; it takes the conv's own weight and packs it in each form a size asks for.
+
 The kernel's spec is the conv's spec (``conv_choice.conv_spec``: at batch 1 and the
 smallest input it takes) with the batch and the input's spatial sizes of the
 call; :meth:`SizedConv.layout` gives the output's placement from them, and the
@@ -21,25 +26,30 @@ once for every size (``packing.pack_key`` names no size).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
-from tessera.compiler.targets.x86.conv.api import load_conv
+from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.runtime.kernel import Kernel, placements_of
+from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
+from tessera.compiler.targets.x86.conv.winograd_spec import WinogradSpec
+from tessera.compiler.weight_cache import PackedWeight
+from tessera.runtime.kernel import Launchable, placements_of
 
 
 @dataclasses.dataclass
 class _Sized:
     """One size's kernel: its spec, the loaded kernel, the output's shape and
-    strides, and the operands' placements it was last checked with."""
+    strides, the operands' placements it was last checked with, and (a
+    :class:`SizedWinograd`'s) Winograd's ``m``, None for the direct kernel."""
 
     spec: ConvSpec
-    kernel: Kernel
+    kernel: Launchable
     shape: tuple
     strides: tuple
     checked: tuple | None = None
+    m: int | None = None
 
 
 SIZES_KEPT = 32
@@ -66,8 +76,13 @@ class SizedConv:
             if len(self._kernels) >= SIZES_KEPT:
                 self._kernels.pop(next(iter(self._kernels)))
             spec = dataclasses.replace(self.spec, batch=shape[0], input_size=shape[2:])
-            found = self._kernels[shape] = _Sized(spec, load_conv(spec), spec.output_shape(), spec.output_strides())
+            kernel, m = self._load(spec)
+            found = self._kernels[shape] = _Sized(spec, kernel, spec.output_shape(), spec.output_strides(), m=m)
         return found
+
+    def _load(self, spec: ConvSpec) -> tuple[Launchable, int | None]:
+        """The kernel of one size's ``spec``, and Winograd's ``m`` (None: the direct kernel)."""
+        return load_conv(spec), None
 
     def layout(self, x: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
         """The output's shape, strides and dtype for input ``x`` (a ``SizedAlloc``'s layout)."""
@@ -77,11 +92,12 @@ class SizedConv:
     def __call__(self, *tensors: torch.Tensor) -> None:
         """Launches on ``tensors`` (input first, output last), checking them once per placement."""
         found = self._sized(tuple(tensors[0].shape))
-        seen = placements_of(tensors)
+        args = self._args(found, tensors)
+        seen = placements_of(args)
         if seen == found.checked:
-            found.kernel.launch_trusted(tensors)
+            found.kernel.launch_trusted(args)
         else:
-            found.kernel.launch(*tensors)
+            found.kernel(*args)
             found.checked = seen
 
     def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
@@ -91,11 +107,82 @@ class SizedConv:
         if found.checked is None:
             self(*tensors)
         else:
-            found.kernel.launch_trusted(tensors)
+            found.kernel.launch_trusted(self._args(found, tensors))
 
-    def bind(self, tensors: Sequence[torch.Tensor]) -> Kernel:
+    def _args(self, found: _Sized, tensors: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        """What the kernel of ``found``'s size is launched on (:class:`SizedWinograd` packs the weight)."""
+        return tensors
+
+    def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
         """The kernel of ``tensors``' sizes (a program binding its sizes, ``runtime/size_binding.py``)."""
         return self._sized(tuple(tensors[0].shape)).kernel
 
     def __reduce__(self) -> tuple:
         return SizedConv, (self.spec,)
+
+
+def own_copy(w: torch.Tensor) -> torch.Tensor:
+    """A :class:`SizedWinograd`'s weight as the host program prepares it: a tensor of
+    its own, so a weight prepared again (new parameters, a buffer written again) is
+    a new tensor to the forms' caches (``weight_cache``: storage, version)."""
+    return w.clone()
+
+
+class SizedWinograd(SizedConv):
+    """``conv(x, w, [bias], [residual], out)`` of a stride-1 3x3 conv of dynamic sizes,
+    ``w`` its own weight (:func:`own_copy`): at each size Winograd F(m x m, 3 x 3)
+    with ``m = choose(spec)`` (the x86 model's choice at that size's tiles,
+    ``conv_choice.winograd_m_at``), or the direct kernel where ``choose`` gives None.
+
+        conv = SizedWinograd(spec, winograd_m_at)   # 64->64 3x3, of dynamic sizes
+        conv(x_56x56, w, y)      # F(4x4): w transformed and packed for the GEMM, once
+        conv(x_7x7, w, y2)       # too few tiles (AVX-512): the direct kernel, w packed for it, once
+
+    Each form of the weight is made the first time a size needs it, then kept
+    per weight version (under freezing, the only way ``select-impl`` picks this:
+    ``weight_cache.PackedWeight``), so sizes called in turn pack nothing."""
+
+    def __init__(self, spec: ConvSpec, choose: Callable[[ConvSpec], int | None]):
+        super().__init__(spec)
+        self.choose = choose
+        self._forms: dict[int | None, PackedWeight] = {}
+
+    @property
+    def name(self) -> str:
+        return f"winograd_{self.spec.kernel_name} (per size)"
+
+    def _load(self, spec: ConvSpec) -> tuple[Launchable, int | None]:
+        m = self.choose(spec)
+        return (load_conv(spec), None) if m is None else (WinogradConv(spec, m), m)
+
+    def packed(self, m: int | None, w: torch.Tensor) -> torch.Tensor:
+        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's), made once per weight version."""
+        form = self._forms.get(m)
+        if form is None:
+            packer = weight_packer(self.spec) if m is None else WinogradPacker(WinogradSpec(self.spec, m))
+            form = self._forms[m] = PackedWeight(packer, freezing=True)
+        return form(w)
+
+    def _args(self, found: _Sized, tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        x, w, *rest = tensors
+        return (x, self.packed(found.m, w), *rest)
+
+    def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
+        return _WithForm(self, self._sized(tuple(tensors[0].shape)))
+
+    def __reduce__(self) -> tuple:
+        return SizedWinograd, (self.spec, self.choose)
+
+
+class _WithForm:
+    """One size of a :class:`SizedWinograd`: its kernel, launched on the weight's form for it."""
+
+    def __init__(self, conv: SizedWinograd, found: _Sized):
+        self.conv, self.found = conv, found
+        self.name = f"{found.kernel.name} (packing its weight once)"
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        self.found.kernel(*self.conv._args(self.found, tensors))
+
+    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
+        self.found.kernel.launch_trusted(self.conv._args(self.found, tensors))
