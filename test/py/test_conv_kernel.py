@@ -341,6 +341,41 @@ def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
     assert ["_res_" in n for n in names if n.startswith("conv2d_")] == [False, True]
 
 
+def test_a_1x1_conv_runs_on_its_pixels_as_rows_and_pickles(monkeypatch):
+    """A 1x1 conv at 7x7 with a residual and a ReLU: its kernel computes the 49 pixels as
+    one row (``conv_choice.rows_spec``) on the tensors of the 7x7 conv, equal to eager;
+    the kernel checks them as 7x7 tensors, and pickled it loads the same way."""
+    import pickle
+
+    from tessera.compiler.targets.x86.conv.api import load_conv_as
+    from tessera.compiler.targets.x86.conv_choice import rows_spec
+    from tessera.runtime.errors import SignatureMismatch
+
+    isa = select_conv_isa()
+    spec = ConvSpec(2, 96, 40, (7, 7), (1, 1), bias=True, residual=True, activation="relu", isa=isa)
+    assert rows_spec(spec).input_size == (1, 49)
+    kernel = pickle.loads(pickle.dumps(load_conv_as(spec, rows_spec(spec))))
+    assert "1x49" in kernel.name
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 96, 7, 7, generator=g).contiguous(memory_format=torch.channels_last)
+    w, b = torch.randn(40, 96, 1, 1, generator=g) / 10, torch.randn(40, generator=g)
+    r = torch.randn(2, 40, 7, 7, generator=g).contiguous(memory_format=torch.channels_last)
+    out = torch.full((2, 40, 7, 7), float("nan")).contiguous(memory_format=torch.channels_last)
+    kernel(x, weight_packer(spec)(w), b, r, out)
+    torch.testing.assert_close(out, torch.relu(F.conv2d(x, w, b) + r), rtol=1e-5, atol=1e-5)
+    with pytest.raises(SignatureMismatch):
+        kernel(x.reshape(2, 96, 1, 49), weight_packer(spec)(w), b, r, out)
+    model = torch.nn.Sequential(torch.nn.Conv2d(96, 40, 1), torch.nn.ReLU()).eval()
+    x = x.contiguous()
+    with torch.no_grad():
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
+        names = record_launches(monkeypatch)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+    assert [n for n in names if n.startswith("conv2d_")] == [f"conv2d_{isa}_n2_96to40_1x49_k1x1_bias_relu"]
+
+
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])
 @pytest.mark.parametrize("cin, cout, kernel, groups", [
     (256, 1024, (1, 1), 1), (48, 40, (3, 3), 1), (3, 20, (3, 3), 1), (30, 50, (5, 5), 5),

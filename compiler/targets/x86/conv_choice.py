@@ -22,6 +22,7 @@ IR tools run the passes without it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from tessera.passes.target_models import ConvShape, weight_bound
@@ -94,6 +95,27 @@ def row_view(m: int, k: int, n: int) -> tuple[int, int]:
     most = ROW_BYTES // (4 * k)
     w = next((d for d in range(min(most, m), MIN_ROW_PIXELS - 1, -1) if m % d == 0), None)
     return (1, m) if w is None else (m // w, w)
+
+
+def rows_spec(spec: ConvSpec) -> ConvSpec:
+    """The spec a static 1x1 conv (stride 1, no padding, one group, channels-last) is
+    computed as: its ``H x W`` pixels as the image rows :func:`row_view` gives them
+    (in a dense channels-last image every pixel follows the last, whatever the rows),
+    the kernel checking its tensors as ``spec``'s (``conv.api.load_conv_as``); any
+    other conv, ``spec``. Kernel alone, AVX2, 1 thread (``BENCHMARKS.md``, session
+    24): 1152 -> 320 at 7x7 1.36x as ``1 x 49``, 192 -> 1152 1.13x, 16 -> 96 at 112x112
+    1.13x as ``4 x 3136``, 112 -> 672 at 14x14 1.06x.
+
+        >>> rows_spec(ConvSpec(1, 1152, 320, (7, 7), (1, 1), isa="avx2")).input_size
+        (1, 49)
+    """
+    if (spec.spatial_dims != 2 or spec.kernel != (1, 1) or spec.dims("stride") != (1, 1)
+            or spec.dims("padding") != (0, 0) or spec.groups != 1
+            or (spec.input_layout, spec.output_layout) != ("channels_last", "channels_last")):
+        return spec
+    h, w = spec.input_size
+    rows = row_view(h * w, spec.in_channels, spec.out_channels)
+    return spec if rows == (h, w) else dataclasses.replace(spec, input_size=rows)
 
 
 WINOGRAD = ":winograd"

@@ -15,6 +15,8 @@ like every tessera kernel), the loaded kernel in this process.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable
 
 import torch
@@ -23,6 +25,7 @@ from tessera.compiler.build import cpu_kernel
 from tessera.compiler.targets.x86.conv.build import build_conv, conv_target
 from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable, ConvOperandMismatch
 from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
+from tessera.compiler.targets.x86.conv.kernel import signature
 from tessera.compiler.targets.x86.conv.pack_kernel import build_pack_kernel, pack_kernel_name
 from tessera.compiler.targets.x86.conv.packing import (
     PackedConvWeight,
@@ -80,6 +83,19 @@ def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
     kernel = cpu_kernel(spec.kernel_name, f"{spec!r} {features}", lambda: conv_target(spec.isa, features).cache_key(),
                         lambda: build_conv(spec, features))
     kernel.origin = (load_conv, (spec, features))
+    return kernel
+
+
+def load_conv_as(spec: ConvSpec, run: ConvSpec, features: str | None = None) -> Kernel:
+    """The kernel of ``run``, a spec computing ``spec``'s conv on the same memory (a 1x1
+    conv's pixels as other image rows: ``conv_choice.rows_spec``), checking its
+    tensors as ``spec``'s: the program hands it ``spec``'s tensors, whose addresses
+    are all the machine code reads."""
+    if run == spec:
+        return load_conv(spec, features)
+    kernel = copy.copy(load_conv(run, features))  # the loaded code shared, its signature its own
+    kernel.signature = dataclasses.replace(kernel.signature, args=signature(spec).args)
+    kernel.origin = (load_conv_as, (spec, run, features))
     return kernel
 
 
