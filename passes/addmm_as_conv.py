@@ -26,7 +26,7 @@ Only an f32 product of a static weight (its rows may be dynamic) whose rows are 
 linear layer's (``w.t()``: stored ``[N, K]``) and whose bias, if any, is one full row.
 
 The image has the rows the target's kernel computes best (``own_conv_rows``;
-x86: ``conv_choice.row_view``, which streams each row's inputs once for every
+x86: ``conv/rows.py``, which streams each row's inputs once for every
 output channel block); at dynamic rows, one row of ``M`` pixels.
 """
 

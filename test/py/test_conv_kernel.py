@@ -343,12 +343,12 @@ def test_resnet_shortcut_is_the_kernels_residual_epilogue(monkeypatch):
 
 def test_a_1x1_conv_runs_on_its_pixels_as_rows_and_pickles(monkeypatch):
     """A 1x1 conv at 7x7 with a residual and a ReLU: its kernel computes the 49 pixels as
-    one row (``conv_choice.rows_spec``) on the tensors of the 7x7 conv, equal to eager;
+    one row (``conv/rows.py``) on the tensors of the 7x7 conv, equal to eager;
     the kernel checks them as 7x7 tensors, and pickled it loads the same way."""
     import pickle
 
     from tessera.compiler.targets.x86.conv.api import load_conv_as
-    from tessera.compiler.targets.x86.conv_choice import rows_spec
+    from tessera.compiler.targets.x86.conv.rows import rows_spec
     from tessera.runtime.errors import SignatureMismatch
 
     isa = select_conv_isa()
@@ -374,6 +374,22 @@ def test_a_1x1_conv_runs_on_its_pixels_as_rows_and_pickles(monkeypatch):
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
     torch._dynamo.reset()
     assert [n for n in names if n.startswith("conv2d_")] == [f"conv2d_{isa}_n2_96to40_1x49_k1x1_bias_relu"]
+
+
+def test_a_1x1_conv_of_dynamic_sizes_runs_each_size_as_rows(monkeypatch):
+    """``dynamic=True``: the kernel of each size computes its pixels as rows, equal to eager."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(96, 40, 1), torch.nn.ReLU()).eval()
+    isa = select_conv_isa()
+    with torch.no_grad():
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tessera", dynamic=True, options={"freezing": True})
+        names = record_launches(monkeypatch)
+        for size in (7, 9, 7):
+            x = torch.randn(1, 96, size, size)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()
+    assert [n for n in names if n.startswith("conv2d_")] == [
+        f"conv2d_{isa}_n1_96to40_1x{n}_k1x1_bias_relu" for n in (49, 81, 49)]
 
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])

@@ -45,7 +45,7 @@ def test_rows_that_outgrow_a_cache_row_are_an_image_of_rows():
     inputs, so the kernel reads each row once for every channel block; a row count with
     no divisor of ``MIN_ROW_PIXELS`` or more, or a weight the kernel walks block by
     block, stays one row."""
-    from tessera.compiler.targets.x86.conv_choice import MIN_ROW_PIXELS, ROW_BYTES, row_view
+    from tessera.compiler.targets.x86.conv.rows import MIN_ROW_PIXELS, ROW_BYTES, row_view
 
     assert row_view(25088, 384, 96) == (196, 128) and row_view(3136, 96, 384) == (7, 448)
     assert row_view(128, 32, 48) == (1, 128)  # fits one row

@@ -25,7 +25,8 @@ class X86(CpuTarget):
     own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
-        from .conv_choice import kernel_isa, row_view
+        from .conv.rows import row_view
+        from .conv_choice import kernel_isa
         from .conv_layouts import CONV_LAYOUTS
         from .gemm_choice import gemm_isa
 

@@ -65,7 +65,7 @@ def _conv_modules(spec: ConvSpec, m: int | None, target: LlvmTarget) -> tuple[li
     """A conv's kernel modules, and the spec whose weight packing it runs: a Winograd
     conv's transforms and its GEMM (a grouped 1x1 conv)."""
     if m is None:
-        from .conv_choice import rows_spec
+        from .conv.rows import rows_spec
 
         return [conv_module(rows_spec(spec), target)], spec
     from .conv.winograd_kernels import input_module, output_module

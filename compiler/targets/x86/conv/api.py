@@ -88,7 +88,7 @@ def load_conv(spec: ConvSpec, features: str | None = None) -> Kernel:
 
 def load_conv_as(spec: ConvSpec, run: ConvSpec, features: str | None = None) -> Kernel:
     """The kernel of ``run``, a spec computing ``spec``'s conv on the same memory (a 1x1
-    conv's pixels as other image rows: ``conv_choice.rows_spec``), checking its
+    conv's pixels as other image rows: ``rows.rows_spec``), checking its
     tensors as ``spec``'s: the program hands it ``spec``'s tensors, whose addresses
     are all the machine code reads."""
     if run == spec:

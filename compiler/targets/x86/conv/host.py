@@ -6,7 +6,7 @@
     Call(pack, (w,), (pw,))                  # the weight packed (under freezing in the step preparing weights)
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
-    // a 1x1 conv at 7x7: Launch(conv2d_avx512_n1_1152to320_1x49_k1x1, (x, pw, y)), its pixels one row (rows_spec)
+    // a 1x1 conv at 7x7: Launch(conv2d_avx512_n1_1152to320_1x49_k1x1, (x, pw, y)), its pixels one row (rows.rows_spec)
     // of dynamic sizes: SizedAlloc(y, conv.layout, (x,)), Launch(conv := SizedConv(spec), (x, pw, b, y)) (sized.py)
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
     // tsr.impl = "avx512:winograd" (dynamic sizes): Call(own_copy, (w,), (w2,)), SizedAlloc(y, ...),
@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv_as, weight_packer
+from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.sized import SizedConv, SizedWinograd, own_copy
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
-from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, rows_spec, split_impl, winograd_m_at
+from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, winograd_m_at
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import is_static
 

@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
+from tessera.compiler.targets.x86.conv.api import load_conv_as, weight_packer
+from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
 from tessera.compiler.targets.x86.conv.winograd_spec import WinogradSpec
@@ -81,8 +82,9 @@ class SizedConv:
         return found
 
     def _load(self, spec: ConvSpec) -> tuple[Launchable, int | None]:
-        """The kernel of one size's ``spec``, and Winograd's ``m`` (None: the direct kernel)."""
-        return load_conv(spec), None
+        """The kernel of one size's ``spec`` (a 1x1 conv's pixels in rows: ``rows.rows_spec``),
+        and Winograd's ``m`` (None: the direct kernel)."""
+        return load_conv_as(spec, rows_spec(spec)), None
 
     def layout(self, x: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
         """The output's shape, strides and dtype for input ``x`` (a ``SizedAlloc``'s layout)."""
@@ -153,7 +155,7 @@ class SizedWinograd(SizedConv):
 
     def _load(self, spec: ConvSpec) -> tuple[Launchable, int | None]:
         m = self.choose(spec)
-        return (load_conv(spec), None) if m is None else (WinogradConv(spec, m), m)
+        return super()._load(spec) if m is None else (WinogradConv(spec, m), m)
 
     def packed(self, m: int | None, w: torch.Tensor) -> torch.Tensor:
         """``w`` in the form of Winograd F(m x m) (None: the direct kernel's), made once per weight version."""
