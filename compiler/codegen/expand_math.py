@@ -5,6 +5,7 @@ powf`` on f32 become branch-free polynomials built from selects, bitcasts and
 ``llvm.fmuladd`` (within ~2 ulp of the correctly rounded result):
 
     exp(x) = 2^n * P(r),  n = round(x / ln 2),  r = x - n ln 2      (Cephes expf)
+    silu(x) = x / (1 + 2^n P(r)) for -x's n and r, 2^n one factor from the rounding sum's bits
     log(x) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2))             (Cephes logf)
     tanh(x) = x + x^3 Q(x^2) for |x| < 0.625, else sign(x) (1 - 2 / (exp(2|x|) + 1))
     erf(x) = x + x P(x^2) for |x| < 1, else sign(x) (1 - (c - a) R(a - 2)), a = min(|x|, c), c = 3.92
@@ -55,6 +56,18 @@ def i(v: int) -> ir.Constant:
     return ir.Constant(I32, v)
 
 
+def like(x: ir.Value, v: float | int) -> ir.Constant:
+    """``v`` as a constant of ``x``'s type: a scalar, or ``v`` in every lane of a vector."""
+    t = x.type
+    return ir.Constant(t, [v] * t.count) if isinstance(t, ir.VectorType) else ir.Constant(t, v)
+
+
+def _lanes_of(x: ir.Value, element: ir.Type) -> ir.Type:
+    """``element``, or a vector of it as wide as ``x``'s."""
+    t = x.type
+    return ir.VectorType(element, t.count) if isinstance(t, ir.VectorType) else element
+
+
 def intrinsic(b: ir.IRBuilder, name: str, args: Sequence[ir.Value]) -> ir.Value:
     return call_intrinsic(b, name, args)
 
@@ -65,16 +78,16 @@ def fmuladd(b: ir.IRBuilder, x: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
 
 def horner(b: ir.IRBuilder, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
     """``coeffs[0] * x^(n-1) + ... + coeffs[-1]``."""
-    acc: ir.Value = f(coeffs[0])
+    acc: ir.Value = like(x, coeffs[0])
     for c in coeffs[1:]:
-        acc = fmuladd(b, acc, x, f(c))
+        acc = fmuladd(b, acc, x, like(x, c))
     return acc
 
 
 def _clamp(b: ir.IRBuilder, x: ir.Value, lo: float, hi: float) -> ir.Value:
     """``x`` limited to [lo, hi]; NaN stays NaN."""
-    x = b.select(b.fcmp_ordered(">", x, f(hi)), f(hi), x)
-    return b.select(b.fcmp_ordered("<", x, f(lo)), f(lo), x)
+    x = b.select(b.fcmp_ordered(">", x, like(x, hi)), like(x, hi), x)
+    return b.select(b.fcmp_ordered("<", x, like(x, lo)), like(x, lo), x)
 
 
 def _is_nan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
@@ -82,23 +95,46 @@ def _is_nan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def _pow2(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
-    """2^n for an i32 ``n`` in [-126, 127]."""
-    return b.bitcast(b.shl(b.add(n, i(127)), i(23)), F32)
+    """2^n for an i32 ``n`` (or a vector of them) in [-126, 127]."""
+    return b.bitcast(b.shl(b.add(n, like(n, 127)), like(n, 23)), _lanes_of(n, F32))
 
 
 def exp(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """``exp`` of an f32, or of each lane of a vector of them."""
     xn = _is_nan(b, x)
-    xc = b.select(xn, f(0.0), _clamp(b, x, -104.0, 89.0))
-    n = b.fsub(fmuladd(b, xc, f(LOG2E), f(ROUND_MAGIC)), f(ROUND_MAGIC))
-    r = fmuladd(b, n, f(-LN2_HI), xc)
-    r = fmuladd(b, n, f(-LN2_LO), r)
+    xc = b.select(xn, like(x, 0.0), _clamp(b, x, -104.0, 89.0))
+    n = b.fsub(fmuladd(b, xc, like(x, LOG2E), like(x, ROUND_MAGIC)), like(x, ROUND_MAGIC))
+    r = fmuladd(b, n, like(x, -LN2_HI), xc)
+    r = fmuladd(b, n, like(x, -LN2_LO), r)
     p = fmuladd(b, horner(b, r, EXP_P), b.fmul(r, r), r)
-    p = b.fadd(p, f(1.0))
-    ni = b.fptosi(n, I32)
-    n1 = b.ashr(ni, i(1))
+    p = b.fadd(p, like(x, 1.0))
+    ni = b.fptosi(n, _lanes_of(x, I32))
+    n1 = b.ashr(ni, like(ni, 1))
     # 2^n as two factors, so that results down to the subnormals and up to inf come out right
     y = b.fmul(b.fmul(p, _pow2(b, n1)), _pow2(b, b.sub(ni, n1)))
     return b.select(xn, x, y)
+
+
+MAGIC_BITS = 0x4B400000
+"""The bits of ``ROUND_MAGIC``: ``ROUND_MAGIC + n`` has the bits ``MAGIC_BITS + n`` for an integer ``|n| < 2^22``."""
+
+
+def silu(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """``x / (1 + exp(-x))`` of an f32 or each lane of a vector, in about 20 vector ops
+    where ``exp`` and a division take 32: ``exp(-x)`` needs no NaN select (a NaN ``x``
+    makes the quotient NaN whatever the denominator), and its ``2^n`` is one factor
+    made from the bits of the rounding sum, as ``2 P(r) * 2^(n-1)`` (``2 P`` by doubled
+    coefficients): ``-x`` clamped to [-87, 89] keeps ``n - 1`` in [-127, 127], where
+    ``2^-127`` rounds to 0 (``1 + exp(-x)`` is 1 there anyway) and ``exp(-x)`` past
+    the f32 range comes out inf (so ``silu(-inf)`` is NaN, as torch's is)."""
+    t = b.fneg(intrinsic(b, "llvm.maxnum", [intrinsic(b, "llvm.minnum", [x, like(x, 87.0)]), like(x, -89.0)]))
+    m = fmuladd(b, t, like(x, LOG2E), like(x, ROUND_MAGIC))
+    n = b.fsub(m, like(x, ROUND_MAGIC))
+    r = fmuladd(b, n, like(x, -LN2_LO), fmuladd(b, n, like(x, -LN2_HI), t))
+    p2 = fmuladd(b, horner(b, r, [2 * c for c in EXP_P]), b.fmul(r, r), fmuladd(b, r, like(x, 2.0), like(x, 2.0)))
+    bits = b.bitcast(m, _lanes_of(x, I32))
+    half_scale = b.bitcast(b.shl(b.sub(bits, like(bits, MAGIC_BITS - 126)), like(bits, 23)), x.type)
+    return b.fdiv(x, b.fadd(like(x, 1.0), b.fmul(p2, half_scale)))
 
 
 def log(b: ir.IRBuilder, x: ir.Value) -> ir.Value:

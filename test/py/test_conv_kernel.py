@@ -140,6 +140,28 @@ def test_activation_edges_follow_torch():
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4, equal_nan=True)
 
 
+@pytest.mark.parametrize("isa", ["avx512", "avx2"])
+def test_silu_epilogue_is_within_2_ulp_of_float64_over_the_floats(isa):
+    """The SiLU epilogue (``expand_math.silu``) on values from 1e-40 to 3e38 of either
+    sign, -100..100 densely, and the edges (+-0, +-inf, NaN, the clamp's ends): within
+    2 ulp of a float64 reference where torch's float32 silu is a normal float (below
+    -88.7 its ``exp(-x)`` overflows to inf and the quotient to -0, as ours does), and
+    NaN and inf where torch's gives them. A 1-channel 1x1 conv of weight 1 is the
+    identity, so the epilogue sees each value alone."""
+    runnable(isa)
+    mag = torch.logspace(-40, 38.5, 1 << 17, dtype=torch.float64)
+    edges = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 88.0, -88.0, 89.0, -89.0, 88.7, -88.7, 1e-45]
+    x = torch.cat([mag, -mag, torch.linspace(-100, 100, 1 << 17, dtype=torch.float64), torch.tensor(edges)]).float()
+    got = conv_channels_last(x.reshape(1, 1, 1, -1), torch.ones(1, 1, 1, 1), activation="silu", isa=isa).reshape(-1)
+    want32, want = F.silu(x), F.silu(x.double())
+    assert torch.equal(got.isnan(), want32.isnan()) and torch.equal(got.isinf(), want32.isinf())
+    normal = want32.isfinite() & (want32.abs() >= torch.finfo(torch.float32).tiny)
+    ulps = (got.double() - want).abs()[normal] / (want.abs()[normal] * torch.finfo(torch.float32).eps)
+    assert ulps.max() <= 2.0, ulps.max()
+    tiny = want.isfinite() & ~normal
+    assert (got.double() - want)[tiny].abs().max() < 1e-36
+
+
 def test_packed_weight_is_reused_and_checked():
     isa = "avx512" if can_run_conv("avx512") else runnable("avx2")
     x = channels_last(torch.randn(1, 32, 10, 10, generator=GEN))
