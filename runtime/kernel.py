@@ -103,6 +103,15 @@ class Kernel:
         else a :class:`BoundKernel` (a program bound to one run's sizes, ``runtime/size_binding.py``)."""
         return BoundKernel(self, tensors) if self.dynamic else self
 
+    def checking(self, signature: KernelSignature) -> Kernel:
+        """This kernel's code, checking its tensors against ``signature``: the same grid and
+        pointers, other shapes (a 1x1 conv computed on its pixels as other rows,
+        ``conv/rows.py``). A new object: a loaded kernel is shared by everyone who loads it."""
+        kernel = object.__new__(Kernel)
+        kernel.__dict__.update(self.__dict__)
+        kernel.signature = signature
+        return kernel
+
     def launch(self, *tensors: torch.Tensor, chunks: int | None = None) -> None:
         self.check(tensors)
         self._launch(tensors, chunks)

@@ -369,14 +369,15 @@ def test_a_1x1_conv_runs_on_its_pixels_as_rows_and_pickles(monkeypatch):
     the kernel checks them as 7x7 tensors, and pickled it loads the same way."""
     import pickle
 
-    from tessera.compiler.targets.x86.conv.api import load_conv_as
+    from tessera.compiler.targets.x86.conv.api import load_conv, load_conv_as
     from tessera.compiler.targets.x86.conv.rows import rows_spec
     from tessera.runtime.errors import SignatureMismatch
 
     isa = select_conv_isa()
     spec = ConvSpec(2, 96, 40, (7, 7), (1, 1), bias=True, residual=True, activation="relu", isa=isa)
     assert rows_spec(spec).input_size == (1, 49)
-    kernel = pickle.loads(pickle.dumps(load_conv_as(spec, rows_spec(spec))))
+    kernel = load_conv_as(spec, rows_spec(spec))
+    kernel = pickle.loads(pickle.dumps(kernel))
     assert "1x49" in kernel.name
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 96, 7, 7, generator=g).contiguous(memory_format=torch.channels_last)
@@ -387,6 +388,9 @@ def test_a_1x1_conv_runs_on_its_pixels_as_rows_and_pickles(monkeypatch):
     torch.testing.assert_close(out, torch.relu(F.conv2d(x, w, b) + r), rtol=1e-5, atol=1e-5)
     with pytest.raises(SignatureMismatch):
         kernel(x.reshape(2, 96, 1, 49), weight_packer(spec)(w), b, r, out)
+    row = load_conv(rows_spec(spec))  # a conv of 1 x 49 pixels itself (a linear of 49 rows) keeps its own shapes
+    row(x.reshape(2, 96, 1, 49), weight_packer(spec)(w), b, r.reshape(2, 40, 1, 49), out.reshape(2, 40, 1, 49))
+    assert load_conv_as(spec, rows_spec(spec)) is not kernel and row.signature.args[0].shape == (2, 96, 1, 49)
     model = torch.nn.Sequential(torch.nn.Conv2d(96, 40, 1), torch.nn.ReLU()).eval()
     x = x.contiguous()
     with torch.no_grad():

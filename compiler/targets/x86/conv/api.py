@@ -15,7 +15,6 @@ like every tessera kernel), the loaded kernel in this process.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 
@@ -93,8 +92,8 @@ def load_conv_as(spec: ConvSpec, run: ConvSpec, features: str | None = None) -> 
     are all the machine code reads."""
     if run == spec:
         return load_conv(spec, features)
-    kernel = copy.copy(load_conv(run, features))  # the loaded code shared, its signature its own
-    kernel.signature = dataclasses.replace(kernel.signature, args=signature(spec).args)
+    loaded = load_conv(run, features)  # shared with every conv of that spec: not changed here
+    kernel = loaded.checking(dataclasses.replace(loaded.signature, args=signature(spec).args))
     kernel.origin = (load_conv_as, (spec, run, features))
     return kernel
 
