@@ -6,8 +6,8 @@ Bias and residual are added to the accumulator vectors before the store (in
 torch's order: ``conv(x, w, bias) + residual``); ReLU and ReLU6 are vector
 selects (NaN stays NaN, like ``torch.relu`` and ``F.relu6``), and SiLU is
 computed on the accumulator vectors too (``expand_math.silu``: 20 vector ops,
-1.4 ulp at most; EfficientNet's 16 -> 96 1x1 conv at 112x112, AVX2: SiLU 1.27 ->
-0.54 ms of the launch). GELU uses the inline f32
+1.63 ulp at most; EfficientNet's 16 -> 96 1x1 conv at 112x112, AVX2: SiLU 1.27 ->
+0.47 ms of the launch, BENCHMARKS.md session 24). GELU uses the inline f32
 expansions of ``expand_math`` (``erf``, ``tanh``) in a scalar loop
 over the freshly stored tile, which LLVM's loop vectorizer widens to the
 target's vectors (no libm call):
