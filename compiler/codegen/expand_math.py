@@ -6,6 +6,7 @@ powf`` on f32 become branch-free polynomials built from selects, bitcasts and
 
     exp(x) = 2^n * P(r),  n = round(x / ln 2),  r = x - n ln 2      (Cephes expf)
     silu(x) = x / (1 + 2^n P(r)) for -x's n and r, 2^n one factor from the rounding sum's bits
+    sigmoid(x) = 1 / (1 + 2^n P(r)), the same denominator
     log(x) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2))             (Cephes logf)
     tanh(x) = x + x^3 Q(x^2) for |x| < 0.625, else sign(x) (1 - 2 / (exp(2|x|) + 1))
     erf(x) = x + x P(x^2) for |x| < 1, else sign(x) (1 - (c - a) R(a - 2)), a = min(|x|, c), c = 3.92
@@ -119,14 +120,14 @@ MAGIC_BITS = 0x4B400000
 """The bits of ``ROUND_MAGIC``: ``ROUND_MAGIC + n`` has the bits ``MAGIC_BITS + n`` for an integer ``|n| < 2^22``."""
 
 
-def silu(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """``x / (1 + exp(-x))`` of an f32 or each lane of a vector, in about 20 vector ops
-    where ``exp`` and a division take 32: ``exp(-x)`` needs no NaN select (a NaN ``x``
-    makes the quotient NaN whatever the denominator), and its ``2^n`` is one factor
+def one_plus_exp_neg(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """``1 + exp(-x)``, the denominator of the logistic function, of an f32 or each lane
+    of a vector, in about 18 vector ops where ``exp`` takes 30: no NaN select (a NaN
+    ``x`` gives a non-NaN denominator: the callers decide), and ``2^n`` is one factor
     made from the bits of the rounding sum, as ``2 P(r) * 2^(n-1)`` (``2 P`` by doubled
     coefficients): ``-x`` clamped to [-87, 89] keeps ``n - 1`` in [-127, 127], where
-    ``2^-127`` rounds to 0 (``1 + exp(-x)`` is 1 there anyway) and ``exp(-x)`` past
-    the f32 range comes out inf (so ``silu(-inf)`` is NaN, as torch's is)."""
+    ``2^-127`` rounds to 0 (the sum is 1 there anyway) and ``exp(-x)`` past the f32
+    range comes out inf."""
     t = b.fneg(intrinsic(b, "llvm.maxnum", [intrinsic(b, "llvm.minnum", [x, like(x, 87.0)]), like(x, -89.0)]))
     m = fmuladd(b, t, like(x, LOG2E), like(x, ROUND_MAGIC))
     n = b.fsub(m, like(x, ROUND_MAGIC))
@@ -134,7 +135,19 @@ def silu(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     p2 = fmuladd(b, horner(b, r, [2 * c for c in EXP_P]), b.fmul(r, r), fmuladd(b, r, like(x, 2.0), like(x, 2.0)))
     bits = b.bitcast(m, _lanes_of(x, I32))
     half_scale = b.bitcast(b.shl(b.sub(bits, like(bits, MAGIC_BITS - 126)), like(bits, 23)), x.type)
-    return b.fdiv(x, b.fadd(like(x, 1.0), b.fmul(p2, half_scale)))
+    return b.fadd(like(x, 1.0), b.fmul(p2, half_scale))
+
+
+def silu(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """``x / (1 + exp(-x))``: a NaN ``x`` makes the quotient NaN whatever the
+    denominator, and ``silu(-inf)`` is ``-inf / inf``, NaN, as torch's is."""
+    return b.fdiv(x, one_plus_exp_neg(b, x))
+
+
+def sigmoid(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """``1 / (1 + exp(-x))``, NaN where ``x`` is (the one select the shared
+    denominator leaves to its callers)."""
+    return b.select(_is_nan(b, x), x, b.fdiv(like(x, 1.0), one_plus_exp_neg(b, x)))
 
 
 def log(b: ir.IRBuilder, x: ir.Value) -> ir.Value:

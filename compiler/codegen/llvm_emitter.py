@@ -20,7 +20,7 @@ from xdsl.dialects import gpu, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from tessera.compiler.codegen import lower_arith, lower_gpu, lower_math, lower_memref, lower_vector
+from tessera.compiler.codegen import lower_arith, lower_gpu, lower_logistic, lower_math, lower_memref, lower_vector
 from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module, sizes_of, static_strides
@@ -29,8 +29,8 @@ from tessera.compiler.codegen.types import I64, llvm_type
 from tessera.compiler.ir_io import op_location
 from tessera.runtime.signature import DYNAMIC
 
-LOWERINGS = {**lower_arith.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS, **lower_vector.LOWERINGS,
-             **lower_gpu.LOWERINGS}
+LOWERINGS = {**lower_arith.LOWERINGS, **lower_logistic.LOWERINGS, **lower_math.LOWERINGS, **lower_memref.LOWERINGS,
+             **lower_vector.LOWERINGS, **lower_gpu.LOWERINGS}
 
 
 def emit_module(kernels: ModuleOp, target: LlvmTarget, name: str = "tessera_kernels") -> ir.Module:

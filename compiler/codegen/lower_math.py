@@ -37,7 +37,7 @@ def _libm(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
     return b.call(fn, args)
 
 
-def _in_f32(em: KernelEmitter, args: list[ir.Value], compute: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
+def in_f32(em: KernelEmitter, args: list[ir.Value], compute: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
     t = args[0].type
     if t in (F16, BF16):
         return em.convert(compute([em.convert(a, F32) for a in args]), t)
@@ -48,7 +48,7 @@ def _transcendental(expand: Expansion, libm_name: str) -> Lowering:
     def lower(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
         if a[0].type == F64:
             return [_libm(em.b, libm_name, a)]
-        return [_in_f32(em, a, lambda v: expand(em.b, v[0]))]
+        return [in_f32(em, a, lambda v: expand(em.b, v[0]))]
 
     return lower
 
@@ -56,7 +56,7 @@ def _transcendental(expand: Expansion, libm_name: str) -> Lowering:
 def _intrinsic(name: str) -> Lowering:
     def lower(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
         flags = fastmath_flags(op)
-        return [_in_f32(em, a, lambda v: call_intrinsic(em.b, name, v, flags))]
+        return [in_f32(em, a, lambda v: call_intrinsic(em.b, name, v, flags))]
 
     return lower
 
@@ -66,10 +66,10 @@ def _rsqrt(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value
         root = call_intrinsic(em.b, "llvm.sqrt", v)
         return em.b.fdiv(ir.Constant(v[0].type, 1.0), root)
 
-    return [_in_f32(em, a, compute)]
+    return [in_f32(em, a, compute)]
 
 
-def _constant_float(v: SSAValue) -> float | None:
+def constant_float(v: SSAValue) -> float | None:
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
         return float(owner.value.value.data)
@@ -78,7 +78,7 @@ def _constant_float(v: SSAValue) -> float | None:
 
 def _powf(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
     b = em.b
-    exponent = _constant_float(op.operands[1])
+    exponent = constant_float(op.operands[1])
 
     def compute(v: list[ir.Value]) -> ir.Value:
         x, t = v[0], v[0].type
@@ -99,11 +99,11 @@ def _powf(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]
             return _libm(b, "pow", v)
         return expand_math.powf(b, x, v[1])
 
-    return [_in_f32(em, a, compute)]
+    return [in_f32(em, a, compute)]
 
 
 def _fma(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
-    return [_in_f32(em, a, lambda v: call_intrinsic(em.b, "llvm.fma", v))]
+    return [in_f32(em, a, lambda v: call_intrinsic(em.b, "llvm.fma", v))]
 
 
 def _absi(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
@@ -111,7 +111,7 @@ def _absi(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]
 
 
 def _copysign(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
-    return [_in_f32(em, a, lambda v: call_intrinsic(em.b, "llvm.copysign", v))]
+    return [in_f32(em, a, lambda v: call_intrinsic(em.b, "llvm.copysign", v))]
 
 
 LOWERINGS: dict[str, Lowering] = {

@@ -261,6 +261,49 @@ def test_transcendentals_within_2_ulp(op, fn):
     assert ((y[tiny].double() - ref[tiny]).abs() <= 2 * 2.0**-149).all()
 
 
+def logistic_kernel(numerator: str, n: int) -> str:
+    """``y = numerator / (1 + exp(-x))`` as ``lowering/scalar_ops.py`` spells SiLU
+    (numerator ``%v``) and sigmoid (``%one``)."""
+    t = memref([n], "f32")
+    return kernel("logistic", [("x", t), ("y", t)], [1], [n], f"""
+    %one = arith.constant 1.0 : f32
+    %v = memref.load %x[%i0] : {t}
+    %m = arith.negf %v : f32
+    %e = math.exp %m : f32
+    %d = arith.addf %one, %e : f32
+    %r = arith.divf {numerator}, %d : f32
+    memref.store %r, %y[%i0] : {t}""")
+
+
+@pytest.mark.parametrize("features", RUNNABLE, ids=_feature_ids)
+@pytest.mark.parametrize("numerator,fn", [("%v", torch.nn.functional.silu), ("%one", torch.sigmoid)],
+                         ids=["silu", "sigmoid"])
+def test_logistic_forms_are_one_expansion_within_2_ulp(features, numerator, fn):
+    """SiLU and sigmoid as the kernel IR spells them lower to ``expand_math.silu`` /
+    ``sigmoid`` (``lower_logistic``: no general ``exp`` left, whose 2^n is two
+    factors from an ``fptosi``), within 3.5 ulp of float64 where torch's f32 result
+    is normal (the worst is near x = -16.7, about 3 ulp: the exp's error, the sum's
+    and the quotient's rounding; torch's own f32 silu and sigmoid reach 2.3 and 2.2
+    there), with torch's NaNs, infinities and zeros, over 1e-40..3e38 of both signs,
+    -100..100 densely and the edges of the clamp."""
+    text = logistic_kernel(numerator, 1 << 16)
+    ir_text = optimized_llvm_ir(parse_kernels(text), codegen_target("x86", features="+avx2,+fma"))
+    assert "fptosi" not in ir_text, "the general exp was emitted"
+    mag = torch.logspace(-40, 38.5, 1 << 14, dtype=torch.float64)
+    edges = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 87.0, -87.0, 88.7, -88.7, 89.0, -89.0, -103.0, 1e-45]
+    x = torch.cat([mag, -mag, torch.linspace(-100, 100, (1 << 16) - 2 * mag.numel() - len(edges), dtype=torch.float64),
+                   torch.tensor(edges, dtype=torch.float64)]).float()
+    y = torch.empty_like(x)
+    load(text, features=features).kernel("logistic")(x, y)
+    want32, want = fn(x), fn(x.double())
+    assert torch.equal(y.isnan(), want32.isnan()) and torch.equal(y.isinf(), want32.isinf())
+    assert torch.equal(y[want32 == 0], want32[want32 == 0])
+    normal = want32.isfinite() & (want32.abs() >= torch.finfo(torch.float32).tiny)
+    assert ulp_error(y[normal], want[normal]).max() <= 3.5
+    tiny = want.isfinite() & ~normal
+    assert (y.double() - want)[tiny].abs().max() < 1e-36
+
+
 def _f32_bits(lo: float, hi: float, step: int = 1) -> torch.Tensor:
     """Every ``step``-th f32 from ``lo`` to ``hi`` (both >= 0), in order."""
     a, b = (torch.tensor([v], dtype=torch.float32).view(torch.int32).item() for v in (lo, hi))

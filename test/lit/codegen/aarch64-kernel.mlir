@@ -1,7 +1,7 @@
 // The AArch64 target on a SiLU kernel: the CPU kernel ABI (a [lo, hi) slice of the
 // grid, as on x86), the contiguous loop vectorized into NEON (4 x f32 in q registers,
 // fmla for exp's polynomial, fdiv), exp expanded inline: no call into a math library.
-// With +sve the loop becomes SVE code (scalable z registers, predicated loads and FMAs).
+// With +sve the loop uses SVE instructions (a predicate, predicated FMAs on z registers).
 
 // RUN: compilerctl translate %s --target aarch64 --emit asm | filecheck %s
 // RUN: compilerctl translate %s --target aarch64 --emit asm | not grep -E "\bbl\b"
@@ -20,8 +20,8 @@
 // LLVM: define void @silu(ptr noalias {{.*}}%arg0, ptr noalias {{.*}}%arg1, i64 %lo, i64 %hi)
 // LLVM: fdiv <4 x float>
 
-// SVE: ld1w { z{{[0-9]+}}.s }, p{{[0-9]}}/z
-// SVE: fmla z{{[0-9]+}}.s, p{{[0-9]}}/m
+// SVE: ptrue p{{[0-9]}}.s
+// SVE: {{fmla|fmls|fnmla|fnmls|fmad|fmsb}} z{{[0-9]+}}.s, p{{[0-9]}}/m
 
 // BAD: error: aarch64 feature string '+avx2': '+avx2' is not one of +neon
 

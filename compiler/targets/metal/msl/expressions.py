@@ -27,12 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.lower_arith import CMPF, CMPI
+from tessera.compiler.codegen.lower_math import constant_float
 from tessera.compiler.targets.metal.msl.types import BOOL, FLOAT, HALF, INT, LONG, MslType
 
 
@@ -96,13 +96,6 @@ def _exact(fn: str) -> Printer:
 def _erf(ctx: Context, op: Operation, a: list[str]) -> str:
     ctx.use("tsr_erf")
     return _floating(lambda v: f"tsr_erf({v[0]})", half_native=False)(ctx, op, a)
-
-
-def constant_float(v: SSAValue) -> float | None:
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
-        return float(owner.value.value.data)
-    return None
 
 
 def _pow(x: Sequence[str]) -> str:
