@@ -26,11 +26,14 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
    group computes it at the indices its consumers need (elementwise chains,
    broadcasts, pads, reshapes fold into the kernel that consumes them); a
    reduction group computes it inside its reduction loop (a prologue). Except
-   a transcendental op (exp, sigmoid, tanh, erf, ...) whose result the group
-   broadcasts over at least :data:`BROADCAST_RECOMPUTE` times its elements:
-   it would be evaluated once per element of the group, so it is materialized
-   (a squeeze-excite gate, ``sigmoid`` of ``1xCx1x1``, scaling ``1xCxHxW``:
-   C sigmoids, not C*H*W).
+   a value computed by or from a transcendental op (exp, sigmoid, rsqrt, ...)
+   that the group broadcasts over at least :data:`BROADCAST_RECOMPUTE` times
+   its elements (a group of :data:`MATERIALIZE_MIN_SPACE` or more): it would
+   be evaluated once per element of the group, so it is materialized. A
+   squeeze-excite gate, ``sigmoid`` of ``1xCx1x1`` scaling ``1xCxHxW``: C
+   sigmoids, not C*H*W. GroupNorm's per-channel scale ``rsqrt(var + eps) *
+   gamma`` and shift ``beta - mean * scale``: two kernels of C elements, and
+   the one over the image computes ``x * scale + shift`` (then its SiLU).
 3. An op with users in several groups, or with a user outside every group
    (a library op, ``func.return``), is materialized: it is the output of a
    new pointwise group, which the other groups read. Recomputation instead
@@ -117,10 +120,16 @@ def op_kind(op: Operation) -> str | None:
     return None
 
 
-TRANSCENDENTAL_OPS = (tsr.ExpOp, tsr.LogOp, tsr.SigmoidOp, tsr.SiluOp, tsr.TanhOp, tsr.ErfOp, tsr.GeluOp, tsr.PowOp)
-"""Elementwise ops that cost a polynomial or a call per element, not one instruction."""
+TRANSCENDENTAL_OPS = (tsr.ExpOp, tsr.LogOp, tsr.SigmoidOp, tsr.SiluOp, tsr.TanhOp, tsr.ErfOp, tsr.GeluOp, tsr.PowOp,
+                      tsr.RsqrtOp, tsr.SqrtOp)
+"""Elementwise ops that cost a polynomial, a call or a square root per element, not one instruction."""
 BROADCAST_RECOMPUTE = 8
-"""A transcendental op broadcast over this many times its elements is materialized (rule 2)."""
+"""A value broadcast over this many times its elements is materialized when a
+transcendental op computes it (rule 2)..."""
+MATERIALIZE_MIN_SPACE = 4096
+"""... by a group of at least this many elements: below, a launch of its own costs
+more than the recomputation saves (a transcendental: tens of cycles an element; a
+launch: a few microseconds)."""
 
 
 @dataclass(eq=False)
@@ -138,12 +147,28 @@ def _numel(v: SSAValue) -> int | None:
 
 
 def _broadcast_recompute(op: Operation, g: _Group) -> bool:
-    """Whether ``g`` would evaluate the transcendental ``op`` at least
-    :data:`BROADCAST_RECOMPUTE` times per element of its result."""
-    if not isinstance(op, TRANSCENDENTAL_OPS) or g.space is None:
+    """Whether ``g`` would evaluate ``op``, a transcendental op or a value computed
+    from one, at least :data:`BROADCAST_RECOMPUTE` times per element of its result
+    (GroupNorm's per-channel scale ``rsqrt(var + eps) * gamma``, read at every pixel)."""
+    if g.space is None or op_kind(op) != "compute":
         return False
     n = _numel(op.results[0])
-    return n is not None and g.space >= BROADCAST_RECOMPUTE * n
+    return (n is not None and g.space >= max(BROADCAST_RECOMPUTE * n, MATERIALIZE_MIN_SPACE)
+            and _from_transcendental(op))
+
+
+def _from_transcendental(op: Operation) -> bool:
+    """Whether ``op`` or a fusible op it reads through other fusible ops is transcendental."""
+    seen: set[Operation] = set()
+    todo = [op]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, TRANSCENDENTAL_OPS):
+            return True
+        seen.add(x)
+        todo.extend(v.owner for v in x.operands if isinstance(v.owner, Operation) and v.owner not in seen
+                    and op_kind(v.owner) in ("compute", "movement"))
+    return False
 
 
 def _users(op: Operation) -> list[Operation]:

@@ -143,18 +143,24 @@ G = T((2, 2, 64))
 S = T((2, 2, 1))
 
 
+def group_stats(x: str, g: str, s: str) -> str:
+    """GroupNorm's statistics of ``%x`` grouped as ``g``: ``%m`` and ``%rs = rsqrt(var + eps)``, of type ``s``."""
+    return f"""  %r = tsr.reshape %x : ({x}) -> {g}
+  %v = tsr.var %r {{dims = array<i64: 2>, keepdim = true, correction = 0.0 : f64}} : ({g}) -> {s}
+  %m = tsr.mean %r {{dims = array<i64: 2>, keepdim = true}} : ({g}) -> {s}
+  %eps = tsr.constant 1.000000e-05 : f32
+  %ve = tsr.add %v, %eps : ({s}, f32) -> {s}
+  %rs = tsr.rsqrt %ve : ({s}) -> {s}
+"""
+
+
 def groupnorm(x_type=NCHW, elem="f32") -> str:
     g, s = G.replace("f32", elem), S.replace("f32", elem)
     x = x_type
     c = T((8,), elem)
     return f"""
 func.func @forward(%x: {x}, %w: {c}, %b: {c}) -> {x} {{
-  %r = tsr.reshape %x : ({x}) -> {g}
-  %v = tsr.var %r {{dims = array<i64: 2>, keepdim = true, correction = 0.0 : f64}} : ({g}) -> {s}
-  %m = tsr.mean %r {{dims = array<i64: 2>, keepdim = true}} : ({g}) -> {s}
-  %eps = tsr.constant 1.000000e-05 : f32
-  %ve = tsr.add %v, %eps : ({s}, f32) -> {s}
-  %rs = tsr.rsqrt %ve : ({s}) -> {s}
+{group_stats(x, g, s)}
   %d = tsr.sub %r, %m : ({g}, {s}) -> {g}
   %n = tsr.mul %d, %rs : ({g}, {s}) -> {g}
   %n4 = tsr.reshape %n : ({g}) -> {x}
@@ -222,10 +228,10 @@ func.func @forward(%x: {t}, %w: {T((8, 8))}) -> ({t}, {T((4, 1))}) {{
 
 
 def test_a_transcendental_op_broadcast_over_its_group_is_materialized():
-    """A squeeze-excite gate, sigmoid of 1x8x1x1 scaling 1x8x16x16, is its own kernel (8
-    sigmoids, not 2048); a cheap op so broadcast, and a sigmoid at its consumer's size,
-    still fuse into the consumer."""
-    x, s = T((1, 8, 16, 16)), T((1, 8, 1, 1))
+    """A squeeze-excite gate, sigmoid of 1x8x1x1 scaling 1x8x32x32, is its own kernel (8
+    sigmoids, not 8192); a cheap op so broadcast, and a sigmoid at its consumer's size,
+    still fuse into the consumer; below MATERIALIZE_MIN_SPACE the gate fuses."""
+    x, s = T((1, 8, 32, 32)), T((1, 8, 1, 1))
     after = check_fusion(f"""
 func.func @forward(%x: {x}, %s: {s}) -> ({x}, {x}) {{
   %g = tsr.sigmoid %s : ({s}) -> {s}
@@ -237,6 +243,46 @@ func.func @forward(%x: {x}, %s: {s}) -> ({x}, {x}) {{
 }}""")
     groups = sorted(sorted(body_names(f)) for f in fused_ops(after))
     assert groups == [["tsr.add", "tsr.mul", "tsr.sigmoid"], ["tsr.mul"], ["tsr.sigmoid"]]
+    x = T((1, 8, 8, 8))
+    small = check_fusion(f"""
+func.func @forward(%x: {x}, %s: {s}) -> {x} {{
+  %g = tsr.sigmoid %s : ({s}) -> {s}
+  %y = tsr.mul %x, %g : ({x}, {s}) -> {x}
+  func.return %y : {x}
+}}""")
+    assert [sorted(body_names(f)) for f in fused_ops(small)] == [["tsr.mul", "tsr.sigmoid"]]
+
+
+def test_groupnorm_scale_and_shift_are_kernels_of_their_channels():
+    """GroupNorm over 1x64x16x16: the per-channel scale ``rsqrt(var + eps) * w`` and
+    shift ``b - mean * scale`` (computed from the rsqrt) are kernels of 64 elements,
+    and the kernel over the image computes ``x * scale + shift`` and its SiLU, with no
+    rsqrt per pixel."""
+    x, g, s, c = T((1, 64, 16, 16), layout="nhwc"), T((1, 8, 2048)), T((1, 8, 1)), T((64,))
+    c4, x5, s5 = T((64, 1, 1)), T((1, 8, 8, 16, 16)), T((1, 8, 1, 1, 1))
+    after = check_fusion(f"""
+func.func @forward(%x: {x}, %w: {c}, %b: {c}) -> {x} {{
+{group_stats(x, g, s)}
+  %rs5 = tsr.reshape %rs : ({s}) -> {s5}
+  %m5 = tsr.reshape %m : ({s}) -> {s5}
+  %w5 = tsr.reshape %w : ({c}) -> {T((1, 8, 8, 1, 1))}
+  %b5 = tsr.reshape %b : ({c}) -> {T((1, 8, 8, 1, 1))}
+  %sc = tsr.mul %rs5, %w5 : ({s5}, {T((1, 8, 8, 1, 1))}) -> {T((1, 8, 8, 1, 1))}
+  %nm = tsr.neg %m5 : ({s5}) -> {s5}
+  %ms = tsr.mul %nm, %sc : ({s5}, {T((1, 8, 8, 1, 1))}) -> {T((1, 8, 8, 1, 1))}
+  %sh = tsr.add %ms, %b5 : ({T((1, 8, 8, 1, 1))}, {T((1, 8, 8, 1, 1))}) -> {T((1, 8, 8, 1, 1))}
+  %x5 = tsr.reshape %x : ({x}) -> {x5}
+  %xs = tsr.mul %x5, %sc : ({x5}, {T((1, 8, 8, 1, 1))}) -> {x5}
+  %y5 = tsr.add %xs, %sh : ({x5}, {T((1, 8, 8, 1, 1))}) -> {x5}
+  %y = tsr.reshape %y5 : ({x5}) -> {x}
+  %a = tsr.silu %y : ({x}) -> {x}
+  func.return %a : {x}
+}}""")
+    red, scale, shift, image = fused_ops(after)
+    assert "tsr.var" in body_names(red)
+    assert {"tsr.rsqrt", "tsr.mul"} <= set(body_names(scale)) and len(body_names(scale)) < 8
+    assert "tsr.rsqrt" not in body_names(shift) and "tsr.neg" in body_names(shift)
+    assert "tsr.rsqrt" not in body_names(image) and "tsr.silu" in body_names(image)
 
 
 def test_reduction_consumers_start_a_new_group_softmax():
@@ -369,7 +415,7 @@ def test_video_vae_groups():
     assert len(norm_pads) == 2
     for f in norm_pads:
         names = body_names(f)
-        assert {"tsr.silu", "tsr.rsqrt", "tsr.pad"} <= set(names), names
+        assert {"tsr.silu", "tsr.pad"} <= set(names) and "tsr.rsqrt" not in names, names
     # the residual add writes the polyphase conv's padded input (fold-upsample-into-conv)
     (residual,) = [f for f in pads if f not in norm_pads]
     assert {"tsr.add", "tsr.pad"} <= set(body_names(residual))
