@@ -28,7 +28,8 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
    reduction group computes it inside its reduction loop (a prologue). Except
    a value computed by or from a transcendental op (exp, sigmoid, rsqrt, ...)
    that the group broadcasts over at least :data:`BROADCAST_RECOMPUTE` times
-   its elements (a group of :data:`MATERIALIZE_MIN_SPACE` or more): it would
+   its elements (a group of :data:`MATERIALIZE_MIN_SPACE` or more; a dynamic
+   dim counts as :data:`DYNAMIC_EXTENT`): it would
    be evaluated once per element of the group, so it is materialized. A
    squeeze-excite gate, ``sigmoid`` of ``1xCx1x1`` scaling ``1xCxHxW``: C
    sigmoids, not C*H*W. GroupNorm's per-channel scale ``rsqrt(var + eps) *
@@ -80,7 +81,7 @@ from tessera.dialects.tsr.dim_sources import dim_origin, reshape_anchors, sized_
 from tessera.dialects.tsr.layout import layout_of, strides_for
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
-from tessera.dialects.tsr.shapes import ints, is_static, numel, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, ints, is_static, numel, shape_of
 
 
 class FusionError(TesseraError):
@@ -130,6 +131,9 @@ MATERIALIZE_MIN_SPACE = 4096
 """... by a group of at least this many elements: below, a launch of its own costs
 more than the recomputation saves (a transcendental: tens of cycles an element; a
 launch: a few microseconds)."""
+DYNAMIC_EXTENT = 8
+"""What a dynamic dim counts as in a group's iteration space for rule 2 (an image side
+or a sequence: at least this, as a rule), so that a dynamic GroupNorm gets the static one's kernels."""
 
 
 @dataclass(eq=False)
@@ -137,13 +141,21 @@ class _Group:
     kind: str  # "pointwise" | "reduction"
     ops: list[Operation] = field(default_factory=list)
     space: int | None = None
-    """Elements of the group's iteration space (a pointwise group's output, a reduction's input), if static."""
+    """Elements of the group's iteration space (a pointwise group's output, a reduction's
+    input), a dynamic dim counted as :data:`DYNAMIC_EXTENT`; None: not a tensor."""
 
 
 def _numel(v: SSAValue) -> int | None:
     """Elements of a tensor value of static shape, else None."""
     shape = shape_of(v.type) if isinstance(v.type, TensorType) else None
     return numel(shape) if shape is not None and is_static(shape) else None
+
+
+def _space(v: SSAValue) -> int | None:
+    """Elements of a tensor value, a dynamic dim counted as :data:`DYNAMIC_EXTENT`."""
+    if not isinstance(v.type, TensorType):
+        return None
+    return numel([DYNAMIC_EXTENT if d == DYNAMIC else d for d in shape_of(v.type)])
 
 
 def _broadcast_recompute(op: Operation, g: _Group) -> bool:
@@ -241,7 +253,7 @@ def partition(block: Block) -> _Partition:
     siblings: dict[tuple, _Group] = {}
 
     def new_group(kind: str, op: Operation) -> _Group:
-        g = _Group(kind, space=_numel(op.input if kind == "reduction" else op.results[0]))
+        g = _Group(kind, space=_space(op.input if kind == "reduction" else op.results[0]))
         groups.append(g)
         home[op] = g
         return g

@@ -253,6 +253,21 @@ func.func @forward(%x: {x}, %s: {s}) -> {x} {{
     assert [sorted(body_names(f)) for f in fused_ops(small)] == [["tsr.mul", "tsr.sigmoid"]]
 
 
+def test_a_gate_over_dynamic_sizes_is_materialized():
+    """Over 1x64x?x? a dynamic dim counts as DYNAMIC_EXTENT (8): 64 gate sigmoids
+    broadcast over 4096 "elements" are a kernel of their own, as at static sizes."""
+    x, s = T((1, 64, "?", "?")), T((1, 64, 1, 1))
+    before = parse(f"""
+func.func @forward(%x: {x}, %s: {s}) -> {x} {{
+  %g = tsr.sigmoid %s : ({s}) -> {s}
+  %y = tsr.mul %x, %g : ({x}, {s}) -> {x}
+  func.return %y : {x}
+}}""")
+    after = fuse(before)
+    assert sorted(sorted(body_names(f)) for f in fused_ops(after)) == [["tsr.mul"], ["tsr.sigmoid"]]
+    assert_same_outputs(before, after, inputs=[torch.randn(1, 64, 5, 7), torch.randn(1, 64, 1, 1)])
+
+
 def test_groupnorm_scale_and_shift_are_kernels_of_their_channels():
     """GroupNorm over 1x64x16x16: the per-channel scale ``rsqrt(var + eps) * w`` and
     shift ``b - mean * scale`` (computed from the rsqrt) are kernels of 64 elements,
