@@ -29,12 +29,12 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
    a value computed by or from a transcendental op (exp, sigmoid, rsqrt, ...)
    that the group broadcasts over at least :data:`BROADCAST_RECOMPUTE` times
    its elements (a group of :data:`MATERIALIZE_MIN_SPACE` or more; a dynamic
-   dim counts as :data:`DYNAMIC_EXTENT`): it would
-   be evaluated once per element of the group, so it is materialized. A
-   squeeze-excite gate, ``sigmoid`` of ``1xCx1x1`` scaling ``1xCxHxW``: C
-   sigmoids, not C*H*W. GroupNorm's per-channel scale ``rsqrt(var + eps) *
-   gamma`` and shift ``beta - mean * scale``: two kernels of C elements, and
-   the one over the image computes ``x * scale + shift`` (then its SiLU).
+   dim counts as :data:`DYNAMIC_EXTENT`): it would be evaluated once per
+   element of the group, so it is materialized. A squeeze-excite gate,
+   ``sigmoid`` of ``1xCx1x1`` scaling ``1xCxHxW``: C sigmoids, not C*H*W.
+   GroupNorm's per-channel scale ``rsqrt(var + eps) * gamma`` and shift
+   ``beta - mean * scale``: two kernels of C elements, and the one over the
+   image computes ``x * scale + shift`` (then its SiLU).
 3. An op with users in several groups, or with a user outside every group
    (a library op, ``func.return``), is materialized: it is the output of a
    new pointwise group, which the other groups read. Recomputation instead
