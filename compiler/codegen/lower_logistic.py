@@ -8,8 +8,8 @@ The kernel IR spells them as ``lowering/scalar_ops.py`` builds them:
     %s = arith.divf %x, %d : f32        // silu(x); sigmoid(x) divides %one
 
 The ``arith.divf`` of that shape becomes ``expand_math.silu`` (or ``sigmoid``) of
-``%x``: its denominator takes about 18 vector ops where the general ``exp`` and the
-add take 31 (no NaN select inside, ``2^n`` one factor from the rounding sum's
+``%x``: its denominator takes 19 vector ops where the general ``exp`` and the
+add take 29 (no NaN select inside, ``2^n`` one factor from the rounding sum's
 bits). The ``exp`` and ``addf`` emitted before it are then dead unless something
 else reads them, and LLVM deletes them. Any other ``divf`` is a plain ``fdiv``.
 """

@@ -227,6 +227,16 @@ func.func @forward(%x: {t}, %w: {T((8, 8))}) -> ({t}, {T((4, 1))}) {{
     assert body_names(mul).count("tsr.permute") == 2, "the permutes fold into their consumer"
 
 
+def gate(x: str, s: str) -> str:
+    """A squeeze-excite gate: ``%x * sigmoid(%s)``, ``%s`` broadcast over ``%x``."""
+    return f"""
+func.func @forward(%x: {x}, %s: {s}) -> {x} {{
+  %g = tsr.sigmoid %s : ({s}) -> {s}
+  %y = tsr.mul %x, %g : ({x}, {s}) -> {x}
+  func.return %y : {x}
+}}"""
+
+
 def test_a_transcendental_op_broadcast_over_its_group_is_materialized():
     """A squeeze-excite gate, sigmoid of 1x8x1x1 scaling 1x8x32x32, is its own kernel (8
     sigmoids, not 8192); a cheap op so broadcast, and a sigmoid at its consumer's size,
@@ -244,12 +254,7 @@ func.func @forward(%x: {x}, %s: {s}) -> ({x}, {x}) {{
     groups = sorted(sorted(body_names(f)) for f in fused_ops(after))
     assert groups == [["tsr.add", "tsr.mul", "tsr.sigmoid"], ["tsr.mul"], ["tsr.sigmoid"]]
     x = T((1, 8, 8, 8))
-    small = check_fusion(f"""
-func.func @forward(%x: {x}, %s: {s}) -> {x} {{
-  %g = tsr.sigmoid %s : ({s}) -> {s}
-  %y = tsr.mul %x, %g : ({x}, {s}) -> {x}
-  func.return %y : {x}
-}}""")
+    small = check_fusion(gate(x, s))
     assert [sorted(body_names(f)) for f in fused_ops(small)] == [["tsr.mul", "tsr.sigmoid"]]
 
 
@@ -257,12 +262,7 @@ def test_a_gate_over_dynamic_sizes_is_materialized():
     """Over 1x64x?x? a dynamic dim counts as DYNAMIC_EXTENT (8): 64 gate sigmoids
     broadcast over 4096 "elements" are a kernel of their own, as at static sizes."""
     x, s = T((1, 64, "?", "?")), T((1, 64, 1, 1))
-    before = parse(f"""
-func.func @forward(%x: {x}, %s: {s}) -> {x} {{
-  %g = tsr.sigmoid %s : ({s}) -> {s}
-  %y = tsr.mul %x, %g : ({x}, {s}) -> {x}
-  func.return %y : {x}
-}}""")
+    before = parse(gate(x, s))
     after = fuse(before)
     assert sorted(sorted(body_names(f)) for f in fused_ops(after)) == [["tsr.mul"], ["tsr.sigmoid"]]
     assert_same_outputs(before, after, inputs=[torch.randn(1, 64, 5, 7), torch.randn(1, 64, 1, 1)])
