@@ -18,10 +18,13 @@ and bounds the groups.
 The grouping rule (ops are visited consumers first, i.e. in reverse program order):
 
 1. A reduction ends a group: it starts a *reduction group* whose outputs are
-   its reductions, and its consumers start new groups. Reductions of the same
-   value over the same dims share one group (GroupNorm's var and mean: one
-   pass over the data). So GroupNorm is one reduction kernel plus one
-   pointwise kernel, as Inductor makes it.
+   its reductions, and its consumers start new groups. Reductions over the
+   same dims of values of one type (shape, layout, element; a dynamic dim of
+   one origin, ``dim_origin``) share one group unless one depends on the
+   other: one pass over the data. GroupNorm's var and mean of ``x``; its
+   backward's ``sum(dy * x)`` and ``sum(dy)``; BatchNorm's likewise. So
+   GroupNorm is one reduction kernel plus one pointwise kernel, as Inductor
+   makes it.
 2. An op whose users all lie in one group joins that group: a pointwise
    group computes it at the indices its consumers need (elementwise chains,
    broadcasts, pads, reshapes fold into the kernel that consumes them); a
@@ -56,8 +59,8 @@ Hence a pointwise group has one output and one iteration space (its
 output's shape), and a reduction group's outputs are reductions of one
 shape over the same dims. Groups never form a cycle: when an op joins a
 group, every op already grouped comes after it in program order, so no path
-leads from the group back to the op's operands; sibling reductions read the
-same value. The function is then re-emitted in a topological order of host
+leads from the group back to the op's operands; a reduction joins its
+siblings' group only when no path leads from it to one of them. The function is then re-emitted in a topological order of host
 ops and groups (each group where its last op was, when dependencies allow).
 Ops without users are left alone (``dce`` removes them); running the pass
 twice changes nothing.
@@ -183,6 +186,32 @@ def _from_transcendental(op: Operation) -> bool:
     return False
 
 
+def _sibling_key(op: Operation) -> tuple:
+    """What reductions that may share a group have in common: the reduced dims, the
+    input's type, and the origin of each of its dynamic dims (two dims of one
+    origin have one size)."""
+    t = op.input.type
+    origins = tuple(dim_origin(op.input, d) for d, n in enumerate(shape_of(t)) if n == DYNAMIC)
+    return op.reduced_dims(), t, origins
+
+
+def _reaches(op: Operation, g: _Group, pos: dict[Operation, int]) -> bool:
+    """Whether a path of uses leads from ``op`` to one of ``g``'s reductions (all
+    after ``op`` in program order: a path past the last of them cannot)."""
+    targets = {x for x in g.ops if op_kind(x) == "reduction"}
+    limit = max(pos[x] for x in targets)
+    seen: set[Operation] = set()
+    todo = [op]
+    while todo:
+        for u in _users(todo.pop()):
+            if u in targets:
+                return True
+            if u not in seen and pos.get(u, limit + 1) <= limit:
+                seen.add(u)
+                todo.append(u)
+    return False
+
+
 def _users(op: Operation) -> list[Operation]:
     seen: dict[Operation, None] = {}
     for r in op.results:
@@ -250,7 +279,8 @@ def partition(block: Block) -> _Partition:
     groups: list[_Group] = []
     member: dict[Operation, list[_Group]] = {}
     home: dict[Operation, _Group] = {}
-    siblings: dict[tuple, _Group] = {}
+    siblings: dict[tuple, list[_Group]] = {}
+    pos = {op: i for i, op in enumerate(block.ops)}
 
     def new_group(kind: str, op: Operation) -> _Group:
         g = _Group(kind, space=_space(op.input if kind == "reduction" else op.results[0]))
@@ -277,10 +307,11 @@ def partition(block: Block) -> _Partition:
         if kind == "constant":
             join(op, ug)  # host users, if any, keep the original
         elif kind == "reduction":
-            key = (op.input, op.reduced_dims())
-            g = siblings.get(key)
+            candidates = siblings.setdefault(_sibling_key(op), [])
+            g = next((c for c in candidates if not _reaches(op, c, pos)), None)
             if g is None:
-                g = siblings[key] = new_group("reduction", op)
+                g = new_group("reduction", op)
+                candidates.append(g)
             home[op] = g
             join(op, [g])
         elif not external and len(ug) == 1 and not _broadcast_recompute(op, ug[0]):

@@ -329,6 +329,38 @@ func.func @forward(%x: {t}) -> {r} {{
     assert [body_names(f) for f in fused_ops(after)] == [["tsr.mean"], ["tsr.sub", "tsr.var"]]
 
 
+def test_sibling_reductions_of_different_values_share_a_pass():
+    """GroupNorm's backward sums ``dy * x`` and ``dy`` over the same dims: one
+    reduction kernel reading both; a sum over another layout keeps its own."""
+    t, tc, r = T((4, 16)), T((4, 16), layout=(1, 0)), T((4, 1))
+    after = check_fusion(f"""
+func.func @forward(%dy: {t}, %x: {t}, %z: {tc}) -> ({r}, {r}, {r}) {{
+  %p = tsr.mul %dy, %x : ({t}, {t}) -> {t}
+  %a = tsr.sum %p {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %b = tsr.sum %dy {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %c = tsr.sum %z {{dims = array<i64: 1>, keepdim = true}} : ({tc}) -> {r}
+  func.return %a, %b, %c : {r}, {r}, {r}
+}}""")
+    assert sorted(body_names(f) for f in fused_ops(after)) == [["tsr.mul", "tsr.sum", "tsr.sum"], ["tsr.sum"]]
+
+
+def test_sibling_reductions_at_dynamic_sizes_share_a_pass_only_when_one_size():
+    """Over ``?x16``, sums of ``a * a`` and ``a`` share a kernel; a sum of ``b``, whose
+    rows may be as many or not, keeps its own."""
+    t, r = T(("?", 16)), T(("?", 1))
+    before = parse(f"""
+func.func @forward(%a: {t}, %b: {t}) -> ({r}, {r}, {r}) {{
+  %q = tsr.mul %a, %a : ({t}, {t}) -> {t}
+  %s = tsr.sum %q {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %u = tsr.sum %a {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  %v = tsr.sum %b {{dims = array<i64: 1>, keepdim = true}} : ({t}) -> {r}
+  func.return %s, %u, %v : {r}, {r}, {r}
+}}""")
+    after = fuse(before)
+    assert sorted(body_names(f) for f in fused_ops(after)) == [["tsr.mul", "tsr.sum", "tsr.sum"], ["tsr.sum"]]
+    assert_same_outputs(before, after, inputs=[torch.randn(3, 16), torch.randn(5, 16)])
+
+
 def test_a_lone_view_stays_on_the_host():
     w = T((16, 8))
     wt = T((8, 16), layout=(1, 0))
