@@ -5,12 +5,14 @@ the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
     .venv/bin/python bench/step_profile.py [--model resnet_block] [--reps 20] [--threads 2] [--dynamic]
     .venv/bin/python bench/step_profile.py --model zoo:regnet_y_400mf --size 224 [--top 30] [--dtype bfloat16]
     .venv/bin/python bench/step_profile.py --model zoo:resnet18 --batch 8 --training
+    .venv/bin/python bench/step_profile.py --model zoo:autoencoder_kl_decode --size 32 --no-freezing
 
 Uses each example's ``benchmark()`` size, or a model of the zoo
 (``test/py/zoo_models.py``, BatchNorm calibrated) at its inputs, an image's (or a
 video's) height and width set to ``--size`` (and batched to ``--batch``); ``--dynamic`` compiles with
 ``dynamic=True`` (one program for every size: compare with the static one);
-``--dtype bfloat16`` runs the model in bf16; ``--training`` profiles a training
+``--dtype bfloat16`` runs the model in bf16; inference is compiled with freezing unless
+``--no-freezing`` (``torch.compile``'s default: weights packed on every call); ``--training`` profiles a training
 step (train mode, no freezing: the forward, ``square().mean()`` of its output,
 and the backward), each step's name prefixed with its program in the order the
 step first runs them (``p0``, ``p1``, ...: the forward and the backward of a model
@@ -67,7 +69,8 @@ def _model(name: str, size: int | None, batch: int | None = None,
 
 
 def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None, top: int | None = None,
-            batch: int | None = None, dtype: torch.dtype = torch.float32, training: bool = False) -> None:
+            batch: int | None = None, dtype: torch.dtype = torch.float32, training: bool = False,
+            freezing: bool = True) -> None:
     model, args = _model(name, size, batch, dtype)
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
@@ -100,7 +103,7 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
             out = compiled(*args)
             (out if isinstance(out, torch.Tensor) else out[0]).float().square().mean().backward()
     else:
-        compiled = torch.compile(model, backend="tessera", options={"freezing": True}, dynamic=dynamic)
+        compiled = torch.compile(model, backend="tessera", options={"freezing": freezing}, dynamic=dynamic)
 
         def call() -> None:
             with torch.no_grad():
@@ -119,7 +122,7 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
     inside = sum(totals.values()) / reps
     wall = statistics.mean(walls)
     mode = " (dynamic=True)" if dynamic else ""
-    mode += " (training step)" if training else ""
+    mode += " (training step)" if training else "" if freezing else " (no freezing)"
     mode += f" ({dtype})" if dtype != torch.float32 else ""
     print(f"## {name}{mode}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
           f"outside the program {(wall - inside) * 1e3:.2f} ms")
@@ -148,9 +151,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=None, help="batch size of the input (default: the model's)")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--training", action="store_true", help="profile a training step (forward and backward)")
+    ap.add_argument("--no-freezing", action="store_true", help="inference without freezing (weights packed per call)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    profile(a.model, a.reps, a.dynamic, a.size, a.top, a.batch, getattr(torch, a.dtype), a.training)
+    profile(a.model, a.reps, a.dynamic, a.size, a.top, a.batch, getattr(torch, a.dtype), a.training,
+            not a.no_freezing)
 
 
 if __name__ == "__main__":

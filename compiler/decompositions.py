@@ -62,8 +62,13 @@ its own in a process that imported nothing of Inductor but the table."""
 def _table() -> dict:
     from torch._inductor.decomposition import decompositions  # without Inductor's fast-random prims
 
+    from .conv_backward import convolution_backward
+
     kept = set(_kept_overloads()) | {getattr(p, o) for p in INDUCTOR_ONLY for o in p.overloads()}
-    return {k: v for k, v in decompositions.items() if k not in kept}
+    table = {k: v for k, v in decompositions.items() if k not in kept}
+    table[aten.convolution_backward.default] = functools.partial(convolution_backward,
+                                                                 otherwise=table.get(aten.convolution_backward.default))
+    return table
 
 
 def decomposition_table() -> dict:

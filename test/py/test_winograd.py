@@ -162,6 +162,48 @@ def test_backend_runs_3x3_convs_by_winograd_under_freezing(freezing):
     assert launches == (2 if freezing else 0)  # 25 tiles each; weights transformed once only under freezing
 
 
+def test_weight_transform_is_g_w_g_transposed():
+    """The per-call float32 transform against ``G w G^T`` in float64, within a few ulp."""
+    from tessera.compiler.targets.x86.conv.winograd import transform_weight
+
+    torch.manual_seed(0)
+    w = torch.randn(24, 16, 3, 3)
+    for m in (2, 4):
+        ws = WinogradSpec(ConvSpec(1, 16, 24, (8, 8), (3, 3), padding=1, isa="avx2"), m)
+        g = torch.tensor([[float(x) for x in row] for row in TRANSFORMS[m][1]], dtype=torch.float64)
+        want = (g @ w.double() @ g.T).permute(2, 3, 0, 1).reshape(ws.points * 24, 16, 1, 1)
+        got = transform_weight(w, ws)
+        assert got.dtype == torch.float32 and got.shape == want.shape
+        assert ((got.double() - want).abs().max() / want.abs().max()).item() < 4 * 2.0 ** -24
+
+
+@pytest.mark.parametrize("channels,tiles,m", [(64, 16, None), (64, 36, 4), (128, 64, 4), (256, 36, 2), (8, 256, None)])
+def test_winograd_per_call_needs_tiles_to_pay_for_its_transform(channels, tiles, m):
+    from tessera.compiler.targets.x86.conv_kernel_model import prefers_winograd_per_call
+    from tessera.passes.target_models import ConvShape
+
+    shape = ConvShape(spatial=2, dtype="f32", in_channels=channels, out_channels=channels, groups=1,
+                      kernel=(3, 3), stride=(1, 1))
+    assert prefers_winograd_per_call(shape, tiles) == m
+
+
+@needs_avx2
+def test_backend_runs_3x3_convs_by_winograd_per_call_without_freezing():
+    """Without freezing, 64 output tiles pay for transforming the weight on every call:
+    a weight changed between calls (even through ``.data``) is seen."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(64, 64, 3, padding=1)).eval()
+    x = torch.randn(1, 64, 32, 32).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera")
+        for scale in (1.0, -1.5):
+            model[0].weight.data.mul_(scale)
+            want = model(x)
+            torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+        assert _winograd_launches(compiled, x) == 2
+
+
 @needs_avx2
 def test_backend_leaves_a_first_conv_of_3_channels_off_winograd():
     """A channels-last 3-channel input: its 3x3 conv is the direct path's (Winograd's GEMM

@@ -10,6 +10,7 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(conv_of_dynamic_sizes, None)         # as for its channels and kernel: a kernel per size
     kernel_isa(conv3x3_64x64_56x56, None, freezing=True)   # "avx512:winograd4": Winograd F(4x4, 3x3)
     kernel_isa(conv3x3_64x64_of_dynamic_sizes, None, freezing=True)   # "avx512:winograd": m per size
+    kernel_isa(conv3x3_64x64_56x56, None, freezing=False)  # "avx512:winograd4": 196 tiles pay for its weight's transform
     split_impl("avx512:winograd4")    # ("avx512", 4); split_impl("avx512") == ("avx512", None)
     split_impl("avx512:winograd")     # ("avx512", PER_SIZE)
 
@@ -29,7 +30,7 @@ from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv.spec import ConvSpec
 from .conv.winograd_spec import WinogradSpec, winograd_fits
-from .conv_kernel_model import WINOGRAD_MIN_CHANNELS, prefers_tessera, prefers_winograd
+from .conv_kernel_model import WINOGRAD_MIN_CHANNELS, prefers_tessera, prefers_winograd, prefers_winograd_per_call
 
 if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
     from xdsl.ir import SSAValue
@@ -102,28 +103,36 @@ def winograd_m_at(spec: ConvSpec) -> int | None:
         >>> winograd_m_at(ConvSpec(1, 512, 512, (7, 7), (3, 3), padding=1, isa="avx512")) is None
         True
     """
-    shape = ConvShape(spatial=2, dtype="f32", in_channels=spec.in_channels, out_channels=spec.out_channels,
-                      groups=spec.groups, kernel=spec.kernel, stride=spec.dims("stride"))
-    return prefers_winograd(shape, WinogradSpec(spec, 4).tiles, spec.isa)
+    return prefers_winograd(_shape(spec), WinogradSpec(spec, 4).tiles, spec.isa)
+
+
+def _shape(spec: ConvSpec) -> ConvShape:
+    """The cost model's view of a 2-D f32 conv spec."""
+    return ConvShape(spatial=2, dtype="f32", in_channels=spec.in_channels, out_channels=spec.out_channels,
+                     groups=spec.groups, kernel=spec.kernel, stride=spec.dims("stride"))
 
 
 def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     """``m`` of the Winograd F(m x m, 3 x 3) that computes ``op`` (an f32 conv of the
     kernel's layouts), or None: a conv that the Winograd kernels take
-    (``winograd_spec.winograd_fits``), its weight transformed once
-    (``freezing``), in a class the measured model gives it (:func:`winograd_m_at`).
-    Of dynamic sizes, :data:`PER_SIZE` where it has the channels for Winograd:
-    the model's choice is made per size when the conv runs."""
+    (``winograd_spec.winograd_fits``), in a class the measured model gives it
+    (:func:`winograd_m_at`). Its weight is transformed once under ``freezing``,
+    else on every call: then only with enough output tiles to pay for that
+    (``prefers_winograd_per_call``). Of dynamic sizes, under freezing,
+    :data:`PER_SIZE` where it has the channels for Winograd: the model's choice
+    is made per size when the conv runs."""
     from tessera.dialects.tsr.shapes import is_static
 
-    if (not freezing or op.groups.value.data != 1
+    if (op.groups.value.data != 1
             or kernel_layout(op.input) != "channels_last" or kernel_layout(op.result) != "channels_last"):
         return None  # what winograd_fits asks first: a depthwise conv of NCHW layouts has no kernel spec at all
     spec = conv_spec(op, isa)
     if not winograd_fits(spec):
         return None
     if not is_static(op.input.type.get_shape()):
-        return PER_SIZE if spec.in_channels >= WINOGRAD_MIN_CHANNELS else None
+        return PER_SIZE if freezing and spec.in_channels >= WINOGRAD_MIN_CHANNELS else None
+    if not freezing:
+        return prefers_winograd_per_call(_shape(spec), spec.batch * WinogradSpec(spec, 4).tiles)  # over the batch
     return winograd_m_at(spec)
 
 

@@ -113,6 +113,36 @@ def prefers_winograd(conv: ConvShape, tiles: int, isa: str) -> int | None:
     return next((m for least, m in WINOGRAD_TILES.get(isa, ()) if tiles >= least), None)
 
 
+WINOGRAD_PER_CALL_TILES = 36
+"""Least 4x4 output tiles over the batch for Winograd where the weight is transformed and packed
+on every call (:func:`prefers_winograd_per_call`)."""
+WINOGRAD_PER_CALL_F4_WEIGHT = 128 * 128
+"""Most ``C_in * C_out`` for F(4x4) per call: its 36 transformed matrices cost more to make and pack than F(2x2)'s 16."""
+
+
+def prefers_winograd_per_call(conv: ConvShape, tiles: int) -> int | None:
+    """:func:`prefers_winograd` where the weight is not frozen (training; inference as
+    ``torch.compile`` runs it by default): the transform and packing run on every call
+    (64->64 F(4x4): 0.23 ms). ``bench``-style A/B, AMD EPYC Zen 3 (AVX2), 1 thread,
+    channels-last, the transform and pack included, best over oneDNN's call (which
+    reorders its weight per call too)::
+
+        conv, output           4x4 tiles   oneDNN ms   F(4x4)    F(2x2)
+        64->64, 16x16 .............. 16 ..... 0.49 ... 1.38x ... 1.44x   (the direct kernel: 0.82x)
+        64->64, 24x24 .............. 36 ..... 0.92 ... 0.68x ... 1.01x
+        64->64, 32x32 .............. 64 ..... 1.38 ... 0.49x ... 0.58x
+        128->128, 24x24 ............ 36 ..... 3.49 ... 0.77x ... 0.66x
+        128->128, batch 8, 16x16 .. 128 .... 12.37 ... 0.58x ... 0.73x
+        256->256, 24x24 ............ 36 .... 11.62 ... 1.36x ... 0.83x
+        256->256, 48x48 ........... 144 .... 40.91 ... 0.69x ... 0.70x
+        512->512, 32x32 ............ 64 .... 74.92 ... 1.19x ... 0.69x
+
+    (time over oneDNN's; runs of one process differ by up to 50%, ratios less)."""
+    if conv.in_channels < WINOGRAD_MIN_CHANNELS or tiles < WINOGRAD_PER_CALL_TILES:
+        return None
+    return 4 if conv.in_channels * conv.out_channels <= WINOGRAD_PER_CALL_F4_WEIGHT else 2
+
+
 _NO_KERNEL = (
     Rule("not f32", lambda c: c.dtype != "f32", 0.0),
     Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),

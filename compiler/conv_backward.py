@@ -1,0 +1,66 @@
+"""The input gradient of a stride-1 3x3 conv as a conv of its own, so that the
+compiler chooses how to compute it (Winograd with the weight transformed per
+call, where enough output tiles pay for that) as for any forward conv:
+
+    convolution_backward(dy, x, w, [C_out], stride=1, padding=p, ..., mask=[True, True, True])
+    // traced as
+    gx     = convolution(dy, flip(w, [2, 3]).transpose(0, 1), None, stride=1, padding=2-p)
+    gw, gb = convolution_backward(dy, x, w, ..., mask=[False, True, True])[1:]
+
+The same arithmetic: ``dx[n, ci, y, x] = sum dy[n, co, y + p - i, x + p - j] *
+w[co, ci, i, j]``, a correlation of ``dy`` padded by ``2 - p`` with the
+flipped, transposed weight. ATen's own conv backward (oneDNN on a CPU)
+computes the weight's and the bias's gradients as before; the two halves were
+separate calls inside it too. Applies on a CPU where the forward conv is 2-D,
+3x3, stride 1, dilation 1, one group, not transposed, with padding at most 2,
+at least ``WINOGRAD_MIN_CHANNELS`` channels each way and
+``WINOGRAD_PER_CALL_TILES`` 4x4 output tiles (static sizes): the class of
+tessera's Winograd kernels with the weight transformed on every call
+(``targets/x86/conv_kernel_model.prefers_winograd_per_call``). Elsewhere the
+op stays whole (or, on a GPU, Inductor's decomposition applies).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .targets.x86.conv_kernel_model import WINOGRAD_MIN_CHANNELS, WINOGRAD_PER_CALL_TILES
+
+aten = torch.ops.aten
+
+
+def _static(*sizes) -> bool:
+    return all(isinstance(s, int) for s in sizes)
+
+
+def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transposed, groups, output_mask) -> bool:
+    """Whether the input gradient of this conv is traced as a conv (the module docstring's class)."""
+    if transposed or groups != 1 or not output_mask[0] or x.dim() != 4 or w.dim() != 4 or x.device.type != "cpu":
+        return False
+    if not _static(*x.shape, *w.shape) or tuple(w.shape[2:]) != (3, 3):
+        return False
+    if list(stride) != [1, 1] or list(dilation) != [1, 1] or not all(0 <= p <= 2 for p in padding):
+        return False
+    n, c_in, h, wd = x.shape
+    c_out = w.shape[0]
+    tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)
+    return min(c_in, c_out) >= WINOGRAD_MIN_CHANNELS and tiles >= WINOGRAD_PER_CALL_TILES
+
+
+def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+                         output_mask, otherwise=None):
+    """``aten.convolution_backward`` with its input gradient as a conv, where :func:`takes`;
+    elsewhere the decomposition ``otherwise`` (Inductor's), or the op whole."""
+    if not takes(x, w, stride, padding, dilation, transposed, groups, output_mask):
+        args = (grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+        return otherwise(*args) if otherwise is not None else NotImplemented
+    flipped = aten.transpose.int(aten.flip.default(w, [2, 3]), 0, 1)
+    gx = aten.convolution.default(grad, flipped, None, [1, 1], [2 - p for p in padding], [1, 1], False, [0, 0], 1)
+    rest = [False, output_mask[1], output_mask[2]]
+    if not any(rest):
+        return gx, None, None
+    _, gw, gb = aten.convolution_backward.default(grad, x, w, bias_sizes, stride, padding, dilation, transposed,
+                                                  output_padding, groups, rest)
+    return gx, gw, gb
