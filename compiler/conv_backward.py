@@ -13,7 +13,7 @@ flipped, transposed weight. ATen's own conv backward (oneDNN on a CPU)
 computes the weight's and the bias's gradients as before; the two halves were
 separate calls inside it too. Applies on a CPU where the forward conv is 2-D,
 3x3, stride 1, dilation 1, one group, not transposed, with padding at most 2,
-at least ``WINOGRAD_MIN_CHANNELS`` channels each way and
+at least ``WINOGRAD_PER_CALL_MIN_CHANNELS`` channels each way and
 ``WINOGRAD_PER_CALL_TILES`` 4x4 output tiles (static sizes): the class of
 tessera's Winograd kernels with the weight transformed on every call
 (``targets/x86/conv_kernel_model.prefers_winograd_per_call``). Elsewhere the
@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from .targets.x86.conv_kernel_model import WINOGRAD_MIN_CHANNELS, WINOGRAD_PER_CALL_TILES
+from .targets.x86.conv_kernel_model import WINOGRAD_PER_CALL_MIN_CHANNELS, WINOGRAD_PER_CALL_TILES
 
 aten = torch.ops.aten
 
@@ -46,7 +46,7 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
     n, c_in, h, wd = x.shape
     c_out = w.shape[0]
     tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)
-    return min(c_in, c_out) >= WINOGRAD_MIN_CHANNELS and tiles >= WINOGRAD_PER_CALL_TILES
+    return min(c_in, c_out) >= WINOGRAD_PER_CALL_MIN_CHANNELS and tiles >= WINOGRAD_PER_CALL_TILES
 
 
 def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,

@@ -173,7 +173,8 @@ class _Builder:
         fused kernel's. With ``freezing`` a weight of parameters is packed in the
         step that prepares weights (one check of the parameters a call, not one
         per conv); any other by a step of its own, again when the weight changes
-        (:class:`PackedWeight`: on every call without ``freezing``)."""
+        (:class:`PackedWeight`: on every call without ``freezing``, into buffers
+        kept between calls where the packer has ``per_call``: ``conv/kept.py``)."""
         args = [self.operand(v, op) for v in op.operands]
         for i, prepare in call.prepare:
             args[i] = self.new_buffer()
@@ -183,8 +184,10 @@ class _Builder:
                 self.prepare.append(Call(PackedWeight(prepare, False), (source,), (args[i],)))
                 if not inside:
                     self._prepared_before(len(self.steps))
-            else:
-                self.steps.append(Call(PackedWeight(prepare, self.freezing), (source,), (args[i],)))
+            else:  # without freezing on every call: into buffers kept between calls, where the packer has them
+                per_call = getattr(prepare, "per_call", None) if not self.freezing else None
+                self.steps.append(Call(PackedWeight(per_call() if per_call else prepare, self.freezing), (source,),
+                                       (args[i],)))
         outs = [self.buffer(r) for r in op.results]
         self.result.report.conv_kernels += 1
         for b, r in zip(outs, op.results):

@@ -23,8 +23,8 @@ def _args(x, w, padding, mask):
 @pytest.mark.parametrize("mask", [[True, True, True], [True, False, False], [True, True, False]])
 def test_decomposition_matches_aten(padding, mask):
     torch.manual_seed(0)
-    x, w = torch.randn(2, 16, 23, 21, dtype=torch.float64), torch.randn(24, 16, 3, 3, dtype=torch.float64)
-    dy = torch.randn(2, 24, 21 + 2 * padding, 19 + 2 * padding, dtype=torch.float64)
+    x, w = torch.randn(2, 64, 23, 21, dtype=torch.float64), torch.randn(72, 64, 3, 3, dtype=torch.float64)
+    dy = torch.randn(2, 72, 21 + 2 * padding, 19 + 2 * padding, dtype=torch.float64)
     assert takes(x, w, [1, 1], [padding] * 2, [1, 1], False, 1, mask)
     want = aten.convolution_backward.default(dy, x, w, *_args(x, w, padding, mask))
     got = convolution_backward(dy, x, w, *_args(x, w, padding, mask))
@@ -35,16 +35,16 @@ def test_decomposition_matches_aten(padding, mask):
 
 
 @pytest.mark.parametrize("change", [
-    dict(shape=(1, 16, 8, 8)),  # 4 tiles: too few to pay for the weight's transform
-    dict(weight=(8, 16, 3, 3)),  # 8 output channels
-    dict(weight=(16, 16, 5, 5)),  # 5x5
+    dict(shape=(1, 64, 8, 8)),  # 4 tiles: too few to pay for the weight's transform
+    dict(weight=(32, 64, 3, 3)),  # 32 output channels
+    dict(weight=(64, 64, 5, 5)),  # 5x5
     dict(stride=[2, 2]),
     dict(padding=[3, 3]),
-    dict(groups=2, weight=(16, 8, 3, 3)),
+    dict(groups=2, weight=(64, 32, 3, 3)),
     dict(mask=[False, True, True]),  # no input gradient asked
 ])
 def test_takes_only_the_winograd_class(change):
-    base = dict(shape=(1, 16, 24, 24), weight=(16, 16, 3, 3), stride=[1, 1], padding=[1, 1], groups=1,
+    base = dict(shape=(1, 64, 24, 24), weight=(64, 64, 3, 3), stride=[1, 1], padding=[1, 1], groups=1,
                 mask=[True, True, True])
     def ask(c):
         return takes(torch.empty(c["shape"]), torch.empty(c["weight"]), c["stride"], c["padding"], [1, 1], False,
@@ -71,9 +71,9 @@ def test_training_step_computes_input_gradients_by_winograd():
     from tessera.runtime.program import Launch
 
     torch.manual_seed(0)
-    model = _Pair(32)
+    model = _Pair(64)
     compiled = torch.compile(model, backend="tessera")
-    x = torch.randn(4, 32, 16, 16).contiguous(memory_format=torch.channels_last).requires_grad_()
+    x = torch.randn(4, 64, 16, 16).contiguous(memory_format=torch.channels_last).requires_grad_()
     x_eager = x.detach().clone().requires_grad_()
     want = model(x_eager)
     want.square().mean().backward()

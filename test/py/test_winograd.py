@@ -16,7 +16,10 @@ from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, WinogradSpec
+from tessera.compiler.targets.x86.conv.kept import KeptPack
+from tessera.compiler.weight_cache import PackedWeight
 from tessera.runtime.errors import SignatureMismatch
+from tessera.runtime.program import Call
 
 needs_avx2 = pytest.mark.skipif(not can_run_conv("avx2"), reason="the conv kernels need AVX2 and FMA")
 
@@ -177,7 +180,7 @@ def test_weight_transform_is_g_w_g_transposed():
         assert ((got.double() - want).abs().max() / want.abs().max()).item() < 4 * 2.0 ** -24
 
 
-@pytest.mark.parametrize("channels,tiles,m", [(64, 16, None), (64, 36, 4), (128, 64, 4), (256, 36, 2), (8, 256, None)])
+@pytest.mark.parametrize("channels,tiles,m", [(64, 16, None), (64, 36, 4), (128, 64, 4), (256, 36, 2), (32, 256, None)])
 def test_winograd_per_call_needs_tiles_to_pay_for_its_transform(channels, tiles, m):
     from tessera.compiler.targets.x86.conv_kernel_model import prefers_winograd_per_call
     from tessera.passes.target_models import ConvShape
@@ -202,6 +205,14 @@ def test_backend_runs_3x3_convs_by_winograd_per_call_without_freezing():
             want = model(x)
             torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
         assert _winograd_launches(compiled, x) == 2
+        packs = [s.fn for p in programs_run(compiled, x) for s in p.steps
+                 if isinstance(s, Call) and isinstance(s.fn, PackedWeight)]
+        kept = [p._fn for p in packs if isinstance(p._fn, KeptPack)]
+        assert len(kept) == 2  # each packed into buffers of its own, kept between calls
+        first = [b.data_ptr() for k in kept for b in k._local.kept.values()]
+        compiled(x)
+        assert [b.data_ptr() for k in kept for b in k._local.kept.values()] == first
+        assert len(first) == 4  # the transformed weight and the packed one
 
 
 @needs_avx2

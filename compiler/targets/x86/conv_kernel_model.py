@@ -116,6 +116,9 @@ def prefers_winograd(conv: ConvShape, tiles: int, isa: str) -> int | None:
 WINOGRAD_PER_CALL_TILES = 36
 """Least 4x4 output tiles over the batch for Winograd where the weight is transformed and packed
 on every call (:func:`prefers_winograd_per_call`)."""
+WINOGRAD_PER_CALL_MIN_CHANNELS = 64
+"""Fewest input and output channels for Winograd with the weight transformed per call: at
+32->32 (batch 8, 16x16, an input gradient) it took 1.11x oneDNN's time, at 64->64 0.83x."""
 WINOGRAD_PER_CALL_F4_WEIGHT = 128 * 128
 """Most ``C_in * C_out`` for F(4x4) per call: its 36 transformed matrices cost more to make and pack than F(2x2)'s 16."""
 
@@ -138,7 +141,7 @@ def prefers_winograd_per_call(conv: ConvShape, tiles: int) -> int | None:
         512->512, 32x32 ............ 64 .... 74.92 ... 1.19x ... 0.69x
 
     (time over oneDNN's; runs of one process differ by up to 50%, ratios less)."""
-    if conv.in_channels < WINOGRAD_MIN_CHANNELS or tiles < WINOGRAD_PER_CALL_TILES:
+    if min(conv.in_channels, conv.out_channels) < WINOGRAD_PER_CALL_MIN_CHANNELS or tiles < WINOGRAD_PER_CALL_TILES:
         return None
     return 4 if conv.in_channels * conv.out_channels <= WINOGRAD_PER_CALL_F4_WEIGHT else 2
 

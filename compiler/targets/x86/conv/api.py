@@ -24,6 +24,7 @@ from tessera.compiler.build import cpu_kernel
 from tessera.compiler.targets.x86.conv.build import build_conv, conv_target
 from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable, ConvOperandMismatch
 from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
+from tessera.compiler.targets.x86.conv.kept import Kept, KeptPack, kept_buffer
 from tessera.compiler.targets.x86.conv.kernel import signature
 from tessera.compiler.targets.x86.conv.pack_kernel import build_pack_kernel, pack_kernel_name
 from tessera.compiler.targets.x86.conv.packing import (
@@ -55,15 +56,20 @@ class _WeightPacker:
     def __init__(self, spec: ConvSpec, kernel: Kernel, shape: tuple[int, ...]):
         self.spec, self.kernel, self.shape = spec, kernel, shape
 
-    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+    def __call__(self, w: torch.Tensor, into: Kept | None = None) -> torch.Tensor:
         """Runs on every call without freezing: the weight checked here (its shape, on
         the CPU), the launch trusted. The kernel's own check of both tensors took half
-        of a 64x64x3x3 pack (26 of 51 us)."""
+        of a 64x64x3x3 pack (26 of 51 us). ``into``: the buffers it writes, kept
+        between calls (``kept.KeptPack``)."""
         w = w.detach().float().contiguous()
         check_weight(w, self.spec)
-        out = torch.empty(self.shape)
+        out = kept_buffer(into, "packed", self.shape)
         self.kernel.launch_trusted([w, out])
         return out
+
+    def per_call(self) -> KeptPack:
+        """This packer writing into buffers kept between calls (a pack on every call)."""
+        return KeptPack(self)
 
     def __reduce__(self) -> tuple:
         return weight_packer, (self.spec,)  # loaded again (from the compile cache) in the process that reads it

@@ -29,6 +29,7 @@ from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
 from tessera.compiler.targets.x86.conv.build import conv_target
 from tessera.compiler.targets.x86.conv.errors import ConvIsaUnavailable
 from tessera.compiler.targets.x86.conv.isa import can_run_conv
+from tessera.compiler.targets.x86.conv.kept import Kept, KeptPack, kept_buffer
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd_kernels import WINOGRAD_INPUT, WINOGRAD_OUTPUT
 from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, WinogradSpec
@@ -43,14 +44,17 @@ def _weight_transform(m: int) -> torch.Tensor:
     return torch.kron(gm, gm).to(torch.float32)
 
 
-def transform_weight(w: torch.Tensor, ws: WinogradSpec) -> torch.Tensor:
+def transform_weight(w: torch.Tensor, ws: WinogradSpec, into: Kept | None = None) -> torch.Tensor:
     """``U[p, co, ci] = (G w[co, ci] G^T)[p]`` as the GEMM's grouped 1x1 weight ``[P*C_out, C_in, 1, 1]``:
     one float32 GEMM, ``(G (x) G) @ w.reshape(C_out*C_in, 9)^T`` (9 products a term: within an ulp or
     two of the exact transform; Winograd's own rounding is hundreds of times larger), cheap
-    enough to run on every call where the weight is not frozen (256->256: 3 ms, 30x a float64 einsum)."""
+    enough to run on every call where the weight is not frozen (256->256: 3 ms, 30x a float64 einsum).
+    ``into``: its buffer, kept between calls (``kept.KeptPack``)."""
     c = ws.conv
     taps = w.detach().reshape(c.out_channels * c.in_channels, 9)
-    return torch.mm(_weight_transform(ws.m), taps.t()).view(ws.points * c.out_channels, c.in_channels, 1, 1)
+    u = kept_buffer(into, "transformed", (ws.points, c.out_channels * c.in_channels))
+    torch.mm(_weight_transform(ws.m), taps.t(), out=u)
+    return u.view(ws.points * c.out_channels, c.in_channels, 1, 1)
 
 
 class WinogradPacker:
@@ -60,8 +64,12 @@ class WinogradPacker:
         self.ws = ws
         self._pack = weight_packer(ws.gemm)
 
-    def __call__(self, w: torch.Tensor) -> torch.Tensor:
-        return self._pack(transform_weight(w, self.ws))
+    def __call__(self, w: torch.Tensor, into: Kept | None = None) -> torch.Tensor:
+        return self._pack(transform_weight(w, self.ws, into), into)
+
+    def per_call(self) -> KeptPack:
+        """This packer writing into buffers kept between calls (a pack on every call)."""
+        return KeptPack(self)
 
     def __reduce__(self) -> tuple:
         return WinogradPacker, (self.ws,)
