@@ -9,8 +9,9 @@
 // library's call on the plain weight. Under freezing a 3x3 stride-1 conv runs by
 // Winograd, F(4x4) from 49 output tiles (56x56: 196) and F(2x2) from 16 (14x14);
 // not at 7x7 (4 tiles) on AVX-512, where the direct kernel wins, but by F(4x4) on
-// AVX2 alone, where it does not; and not without freezing (its weight transformed
-// every call).
+// AVX2 alone, where it does not; without freezing (its weight transformed every
+// call) only from 36 output tiles over the batch and 64 channels: F(4x4) at 56x56,
+// not at 14x14 or 7x7.
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
@@ -55,6 +56,7 @@
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd4"
 // FROZEN2: func.return
 // AVX512-LABEL: func.func @winograd(
+// AVX512: tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
 // AVX512-NOT: winograd
 // AVX512: func.return
 
