@@ -122,7 +122,10 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
     inside = sum(totals.values()) / reps
     wall = statistics.mean(walls)
     mode = " (dynamic=True)" if dynamic else ""
-    mode += " (training step)" if training else "" if freezing else " (no freezing)"
+    if training:
+        mode += " (training step)"
+    elif not freezing:
+        mode += " (no freezing)"
     mode += f" ({dtype})" if dtype != torch.float32 else ""
     print(f"## {name}{mode}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
           f"outside the program {(wall - inside) * 1e3:.2f} ms")

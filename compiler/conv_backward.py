@@ -13,11 +13,14 @@ flipped, transposed weight. ATen's own conv backward (oneDNN on a CPU)
 computes the weight's and the bias's gradients as before; the two halves were
 separate calls inside it too. Applies on a CPU where the forward conv is 2-D,
 3x3, stride 1, dilation 1, one group, not transposed, with padding at most 2,
-at least ``WINOGRAD_PER_CALL_MIN_CHANNELS`` channels each way and
-``WINOGRAD_PER_CALL_TILES`` 4x4 output tiles (static sizes): the class of
-tessera's Winograd kernels with the weight transformed on every call
-(``targets/x86/conv_kernel_model.prefers_winograd_per_call``). Elsewhere the
-op stays whole (or, on a GPU, Inductor's decomposition applies).
+where the x86 model would run the conv ``dy -> dx`` by Winograd with its weight
+transformed on every call (``targets/x86/conv_kernel_model.prefers_winograd_per_call``:
+enough channels and 4x4 output tiles; static sizes). Elsewhere the op stays
+whole (or, on a GPU, Inductor's decomposition applies). The table is one per
+process, so the rule does not know which target a graph is built for: for one
+without the Winograd kernels (or with ``conv_kernels=False``) the input
+gradient runs as the library's forward conv of the flipped weight, which was
+not measured against its backward.
 """
 
 from __future__ import annotations
@@ -26,27 +29,27 @@ import math
 
 import torch
 
-from .targets.x86.conv_kernel_model import WINOGRAD_PER_CALL_MIN_CHANNELS, WINOGRAD_PER_CALL_TILES
+from tessera.passes.target_models import ConvShape
+
+from .targets.x86.conv_kernel_model import prefers_winograd_per_call
 
 aten = torch.ops.aten
 
 
-def _static(*sizes) -> bool:
-    return all(isinstance(s, int) for s in sizes)
-
-
 def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transposed, groups, output_mask) -> bool:
-    """Whether the input gradient of this conv is traced as a conv (the module docstring's class)."""
+    """Whether the input gradient of this conv is traced as a conv (the module docstring's class:
+    the x86 model's per-call Winograd rule, asked of the conv ``dy -> dx``)."""
     if transposed or groups != 1 or not output_mask[0] or x.dim() != 4 or w.dim() != 4 or x.device.type != "cpu":
         return False
-    if not _static(*x.shape, *w.shape) or tuple(w.shape[2:]) != (3, 3):
-        return False
+    if not all(isinstance(s, int) for s in (*x.shape, *w.shape)) or tuple(w.shape[2:]) != (3, 3):
+        return False  # symbolic sizes: the op stays whole
     if list(stride) != [1, 1] or list(dilation) != [1, 1] or not all(0 <= p <= 2 for p in padding):
         return False
     n, c_in, h, wd = x.shape
-    c_out = w.shape[0]
-    tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)
-    return min(c_in, c_out) >= WINOGRAD_PER_CALL_MIN_CHANNELS and tiles >= WINOGRAD_PER_CALL_TILES
+    tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)  # 4x4 tiles of dx, over the batch
+    dx = ConvShape(spatial=2, dtype="f32", in_channels=w.shape[0], out_channels=c_in, groups=1, kernel=(3, 3),
+                   stride=(1, 1))
+    return prefers_winograd_per_call(dx, tiles) is not None
 
 
 def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,

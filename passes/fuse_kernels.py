@@ -21,7 +21,9 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
    its reductions, and its consumers start new groups. Reductions over the
    same dims of values of one type (shape, layout, element; a dynamic dim of
    one origin, ``dim_origin``) share one group unless one depends on the
-   other: one pass over the data. GroupNorm's var and mean of ``x``; its
+   other, through other groups too (``_reaches``): one pass over the data.
+   A reduction is checked against the nearest such group only (the one made
+   last): one walk of uses per reduction. GroupNorm's var and mean of ``x``; its
    backward's ``sum(dy * x)`` and ``sum(dy)``; BatchNorm's likewise. So
    GroupNorm is one reduction kernel plus one pointwise kernel, as Inductor
    makes it.
@@ -60,8 +62,10 @@ output's shape), and a reduction group's outputs are reductions of one
 shape over the same dims. Groups never form a cycle: when an op joins a
 group, every op already grouped comes after it in program order, so no path
 leads from the group back to the op's operands; a reduction joins its
-siblings' group only when no path leads from it to one of them. The function is then re-emitted in a topological order of host
-ops and groups (each group where its last op was, when dependencies allow).
+siblings' group only when no path leads from it into the group, groups
+taken as single nodes. The
+function is then re-emitted in a topological order of host ops and groups
+(each group where its last op was, when dependencies allow).
 Ops without users are left alone (``dce`` removes them); running the pass
 twice changes nothing.
 """
@@ -195,20 +199,23 @@ def _sibling_key(op: Operation) -> tuple:
     return op.reduced_dims(), t, origins
 
 
-def _reaches(op: Operation, g: _Group, pos: dict[Operation, int]) -> bool:
-    """Whether a path of uses leads from ``op`` to one of ``g``'s reductions (all
-    after ``op`` in program order: a path past the last of them cannot)."""
-    targets = {x for x in g.ops if op_kind(x) == "reduction"}
-    limit = max(pos[x] for x in targets)
-    seen: set[Operation] = set()
+def _reaches(op: Operation, g: _Group, member: dict[Operation, list[_Group]]) -> bool:
+    """Whether a path of uses leads from ``op`` into ``g`` once groups are single
+    nodes: reaching any op of a group continues from every op of it (a group is
+    one kernel, so its outputs wait for all its inputs). Conservative where a
+    movement op copied into several groups joins them."""
+    seen: set[Operation] = {op}
     todo = [op]
     while todo:
         for u in _users(todo.pop()):
-            if u in targets:
-                return True
-            if u not in seen and pos.get(u, limit + 1) <= limit:
-                seen.add(u)
-                todo.append(u)
+            if u in seen:
+                continue
+            seen.add(u)
+            todo.append(u)
+            for h in member.get(u, ()):
+                if h is g:
+                    return True
+                todo.extend(x for x in h.ops if x not in seen and not seen.add(x))
     return False
 
 
@@ -279,8 +286,7 @@ def partition(block: Block) -> _Partition:
     groups: list[_Group] = []
     member: dict[Operation, list[_Group]] = {}
     home: dict[Operation, _Group] = {}
-    siblings: dict[tuple, list[_Group]] = {}
-    pos = {op: i for i, op in enumerate(block.ops)}
+    siblings: dict[tuple, _Group] = {}  # the latest reduction group of each key
 
     def new_group(kind: str, op: Operation) -> _Group:
         g = _Group(kind, space=_space(op.input if kind == "reduction" else op.results[0]))
@@ -307,11 +313,10 @@ def partition(block: Block) -> _Partition:
         if kind == "constant":
             join(op, ug)  # host users, if any, keep the original
         elif kind == "reduction":
-            candidates = siblings.setdefault(_sibling_key(op), [])
-            g = next((c for c in candidates if not _reaches(op, c, pos)), None)
-            if g is None:
-                g = new_group("reduction", op)
-                candidates.append(g)
+            key = _sibling_key(op)
+            g = siblings.get(key)
+            if g is None or _reaches(op, g, member):  # only the nearest siblings: one walk a reduction
+                g = siblings[key] = new_group("reduction", op)
             home[op] = g
             join(op, [g])
         elif not external and len(ug) == 1 and not _broadcast_recompute(op, ug[0]):

@@ -48,6 +48,10 @@ class KernelCall:
         KernelCall(conv_kernel, ((1, pack_weight),))   # launch(x, pack_weight(w), b, out)
         KernelCall(SizedConv(spec), ((1, pack_weight),), sized=True)   # launch(x, pack_weight(w), b, out)
 
+    A prepare function with a ``per_call()`` method gives, from it, the variant the
+    host program runs where it prepares on every call (no freezing): one writing
+    into buffers kept between calls (``targets/x86/conv/kept.py``).
+
     ``sized``: the op has dynamic sizes; ``kernel`` launches a kernel per concrete
     size, and ``kernel.layout(x)`` gives the output's shape, strides and dtype from
     the first operand (the program's ``SizedAlloc``).

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
+from tessera.compiler.targets.x86.conv.isa import can_run_conv
 from tessera.dialects.tsr import LayoutAttr
 
 # Each test session compiles into a compile cache of its own (kernels and graphs, see
@@ -265,6 +266,7 @@ def _cuda_reason() -> str | None:
 
 
 needs_gpu = pytest.mark.skipif(_cuda_reason() is not None, reason="needs a CUDA GPU and cuda-bindings")
+needs_avx2 = pytest.mark.skipif(not can_run_conv("avx2"), reason="the conv kernels need AVX2 and FMA")
 
 
 @pytest.fixture

@@ -361,6 +361,26 @@ func.func @forward(%a: {t}, %b: {t}) -> ({r}, {r}, {r}) {{
     assert_same_outputs(before, after, inputs=[torch.randn(3, 16), torch.randn(5, 16)])
 
 
+def test_sibling_reductions_do_not_merge_into_a_cycle_of_groups():
+    """``a2`` reads ``b1``, ``a1`` reads ``b2``. Once ``b2`` shares ``a2``'s kernel, ``b1``
+    reaches ``a1``'s through it (``b1 -> p -> kernel {a2, b2} -> q -> a1``): ``b1`` merging
+    there would make two kernels wait on each other, though no path of ops leads from
+    ``b1`` to ``a1`` itself (the WAN decoder's RMS norms met this)."""
+    x, y, r = T((4, 16)), T((4, 8)), T((4, 1))
+    after = check_fusion(f"""
+func.func @forward(%x: {x}, %y: {y}) -> ({r}, {r}) {{
+  %b1 = tsr.sum %x {{dims = array<i64: 1>, keepdim = true}} : ({x}) -> {r}
+  %b2 = tsr.sum %y {{dims = array<i64: 1>, keepdim = true}} : ({y}) -> {r}
+  %p = tsr.mul %y, %b1 : ({y}, {r}) -> {y}
+  %a2 = tsr.sum %p {{dims = array<i64: 1>, keepdim = true}} : ({y}) -> {r}
+  %q = tsr.mul %x, %b2 : ({x}, {r}) -> {x}
+  %a1 = tsr.sum %q {{dims = array<i64: 1>, keepdim = true}} : ({x}) -> {r}
+  func.return %a1, %a2 : {r}, {r}
+}}""")
+    assert sorted(sorted(body_names(f)) for f in fused_ops(after)) == [["tsr.mul", "tsr.sum"],
+                                                                       ["tsr.mul", "tsr.sum", "tsr.sum"], ["tsr.sum"]]
+
+
 def test_a_lone_view_stays_on_the_host():
     w = T((16, 8))
     wt = T((8, 16), layout=(1, 0))

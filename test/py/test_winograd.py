@@ -10,18 +10,17 @@ from fractions import Fraction
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import needs_avx2
 from program_capture import programs_run
 
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
-from tessera.compiler.targets.x86.conv.isa import can_run_conv, select_conv_isa
+from tessera.compiler.targets.x86.conv.isa import select_conv_isa
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, WinogradSpec
 from tessera.compiler.targets.x86.conv.kept import KeptPack
 from tessera.compiler.weight_cache import PackedWeight
 from tessera.runtime.errors import SignatureMismatch
 from tessera.runtime.program import Call
-
-needs_avx2 = pytest.mark.skipif(not can_run_conv("avx2"), reason="the conv kernels need AVX2 and FMA")
 
 
 def _mul(a, b):
@@ -213,6 +212,9 @@ def test_backend_runs_3x3_convs_by_winograd_per_call_without_freezing():
         compiled(x)
         assert [b.data_ptr() for k in kept for b in k._local.kept.values()] == first
         assert len(first) == 4  # the transformed weight and the packed one
+        clone = pickle.loads(pickle.dumps(kept[0]))  # as the graph cache stores a program: buffers of its own
+        w = model[0].weight.detach()
+        assert torch.equal(clone(w), kept[0](w)) and clone(w).data_ptr() not in first
 
 
 @needs_avx2
