@@ -47,7 +47,7 @@ def test_a_reshape_into_a_product_of_sizes_needs_no_fixup(freezing):
 
 def test_tessera_conv_checks_operands_when_their_placement_changes():
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.SiLU()).eval()
+    model = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 3, padding=1, stride=2), torch.nn.SiLU()).eval()
     x = torch.randn(1, 32, 12, 12)
     with torch.no_grad():
         compiled = torch.compile(model, backend="tessera", dynamic=True, options={"freezing": True})

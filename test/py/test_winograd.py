@@ -49,7 +49,7 @@ def test_spec_refuses_what_the_kernels_do_not_compute():
     with pytest.raises(InvalidConvSpec, match="stride 1"):
         WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), stride=2, padding=1))
     with pytest.raises(InvalidConvSpec):
-        WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, activation="silu"))
+        WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, activation="gelu"))
     with pytest.raises(InvalidConvSpec, match="F\\(3, 3\\)"):
         WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1), m=3)
 
@@ -74,6 +74,8 @@ def _run(spec: ConvSpec, m: int, seed: int = 0):
         want = want.relu()
     elif c.activation == "relu6":
         want = want.clamp(0, 6)
+    elif c.activation == "silu":
+        want = F.silu(want)
     return conv, args, out, want.float()
 
 
@@ -82,7 +84,7 @@ def _run(spec: ConvSpec, m: int, seed: int = 0):
 @pytest.mark.parametrize("batch,cin,cout,size,padding,bias,residual,activation", [
     (1, 64, 64, (56, 56), 1, True, False, "relu"),     # ResNet layer 1
     (1, 16, 32, (9, 11), 1, True, True, "relu6"),      # partial tiles on both edges, residual
-    (2, 24, 40, (6, 6), 0, False, False, "none"),      # channels past the vectors, no padding, batch 2
+    (2, 24, 40, (6, 6), 0, False, False, "silu"),      # channels past the vectors, no padding, batch 2
     (1, 7, 5, (5, 13), 1, True, False, "none"),        # fewer channels than a vector
 ])
 def test_winograd_matches_a_float64_conv(m, batch, cin, cout, size, padding, bias, residual, activation):
@@ -289,3 +291,35 @@ def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_size():
     assert len(convs) == 2
     small, large = (convs[0]._sized((1, 32, s, s)).m for s in (3, 20))
     assert small is None and large in (2, 4)  # 1 tile: the direct kernel; 25: F(2x2) or F(4x4) by the vector path
+
+
+@needs_avx2
+def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_call_without_freezing():
+    """``dynamic=True`` without freezing: Winograd at the sizes whose tiles pay for
+    transforming the weight on every call, oneDNN's call below (a weight-bound one on
+    the plain weight), each matching eager; a weight changed through ``.data`` is
+    seen, and the transformed weight is made on every call into the same buffers."""
+    from tessera.compiler.targets.x86.conv.sized import _LibraryLaunch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.SiLU(),
+                                torch.nn.Conv2d(64, 256, 3, padding=1)).eval()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", dynamic=True)
+        for size, scale in ((24, 1.0), (5, 1.0), (26, -1.5), (6, 1.0), (24, 0.5)):
+            model[2].weight.data.mul_(scale)
+            x = torch.randn(1, 64, size, size)
+            want = model(x)
+            torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+        convs = _sized_winograd(compiled, x)
+        assert len(convs) == 2  # the 64->256 conv's weight (147k elements) no longer sends it to the library
+        for conv in convs:
+            assert conv._sized((1, 64, 24, 24)).m == 4 and conv._sized((1, 64, 26, 26)).m == 4  # 36, 49 tiles
+            assert isinstance(conv._sized((1, 64, 5, 5)).kernel, _LibraryLaunch)  # 4 tiles
+            form = conv._forms[4]
+            assert isinstance(form, KeptPack)
+            first = [b.data_ptr() for b in form._local.kept.values()]
+            compiled(x)
+            assert [b.data_ptr() for b in form._local.kept.values()] == first
+        again = pickle.loads(pickle.dumps(convs[1]))
+        assert again._forms == {} and again._sized((1, 64, 5, 5)).m is None

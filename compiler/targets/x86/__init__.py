@@ -48,7 +48,7 @@ class X86(CpuTarget):
         if impl is not None and isinstance(op, tsr.ConvOp):
             from .conv.host import conv_call
 
-            return conv_call(op, impl)
+            return conv_call(op, impl, freezing)
         if impl is not None and isinstance(op, (tsr.IntMmOp, tsr.ScaledIntMmOp)):
             from .int8_gemm.host import Int8Gemm
 

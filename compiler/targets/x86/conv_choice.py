@@ -11,6 +11,7 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(conv3x3_64x64_56x56, None, freezing=True)   # "avx512:winograd4": Winograd F(4x4, 3x3)
     kernel_isa(conv3x3_64x64_of_dynamic_sizes, None, freezing=True)   # "avx512:winograd": m per size
     kernel_isa(conv3x3_64x64_56x56, None, freezing=False)  # "avx512:winograd4": 196 tiles pay for its weight's transform
+    kernel_isa(conv3x3_128x128_of_dynamic_sizes, None, freezing=False)  # "avx512:winograd": m per size, else oneDNN
     split_impl("avx512:winograd4")    # ("avx512", 4); split_impl("avx512") == ("avx512", None)
     split_impl("avx512:winograd")     # ("avx512", PER_SIZE)
 
@@ -22,6 +23,7 @@ IR tools run the passes without it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tessera.passes.target_models import ConvShape, weight_bound
@@ -30,7 +32,13 @@ from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv.spec import ConvSpec
 from .conv.winograd_spec import WinogradSpec, winograd_fits
-from .conv_kernel_model import WINOGRAD_MIN_CHANNELS, prefers_tessera, prefers_winograd, prefers_winograd_per_call
+from .conv_kernel_model import (
+    WINOGRAD_MIN_CHANNELS,
+    WINOGRAD_PER_CALL_MIN_CHANNELS,
+    prefers_tessera,
+    prefers_winograd,
+    prefers_winograd_per_call,
+)
 
 if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
     from xdsl.ir import SSAValue
@@ -106,6 +114,24 @@ def winograd_m_at(spec: ConvSpec) -> int | None:
     return prefers_winograd(_shape(spec), WinogradSpec(spec, 4).tiles, spec.isa)
 
 
+def winograd_m_per_call_at(spec: ConvSpec) -> int | None:
+    """:func:`winograd_m_at` where the weight is transformed on every call (no freezing):
+    ``conv_kernel_model.prefers_winograd_per_call`` by the 4x4 output tiles over the batch.
+
+        >>> winograd_m_per_call_at(ConvSpec(1, 64, 64, (56, 56), (3, 3), padding=1, isa="avx2"))
+        4
+        >>> winograd_m_per_call_at(ConvSpec(1, 64, 64, (14, 14), (3, 3), padding=1, isa="avx2")) is None
+        True
+    """
+    return prefers_winograd_per_call(_shape(spec), spec.batch * WinogradSpec(spec, 4).tiles)
+
+
+def winograd_choice(freezing: bool) -> Callable[[ConvSpec], int | None]:
+    """How Winograd's ``m`` is chosen at a conv's sizes (of dynamic sizes: at each
+    size it runs at, ``conv/sized.py``): weights transformed once under ``freezing``, else per call."""
+    return winograd_m_at if freezing else winograd_m_per_call_at
+
+
 def _shape(spec: ConvSpec) -> ConvShape:
     """The cost model's view of a 2-D f32 conv spec."""
     return ConvShape(spatial=2, dtype="f32", in_channels=spec.in_channels, out_channels=spec.out_channels,
@@ -118,9 +144,9 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     (``winograd_spec.winograd_fits``), in a class the measured model gives it
     (:func:`winograd_m_at`). Its weight is transformed once under ``freezing``,
     else on every call: then only with enough output tiles to pay for that
-    (``prefers_winograd_per_call``). Of dynamic sizes, under freezing,
-    :data:`PER_SIZE` where it has the channels for Winograd: the model's choice
-    is made per size when the conv runs."""
+    (``prefers_winograd_per_call``). Of dynamic sizes, :data:`PER_SIZE` where it
+    has the channels for Winograd (more where the weight is transformed per call):
+    the model's choice is made per size when the conv runs (:func:`winograd_choice`)."""
     from tessera.dialects.tsr.shapes import is_static
 
     if (op.groups.value.data != 1
@@ -130,17 +156,19 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     if not winograd_fits(spec):
         return None
     if not is_static(op.input.type.get_shape()):
-        return PER_SIZE if freezing and spec.in_channels >= WINOGRAD_MIN_CHANNELS else None
-    if not freezing:
-        return prefers_winograd_per_call(_shape(spec), spec.batch * WinogradSpec(spec, 4).tiles)  # over the batch
-    return winograd_m_at(spec)
+        if freezing:
+            return PER_SIZE if spec.in_channels >= WINOGRAD_MIN_CHANNELS else None
+        return PER_SIZE if min(spec.in_channels, spec.out_channels) >= WINOGRAD_PER_CALL_MIN_CHANNELS else None
+    return winograd_choice(freezing)(spec)
 
 
 def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:
     """The vector path on which tessera's kernel computes ``op`` for ``features``
     (``None``: this host's), or None where the library should. Without
     ``freezing`` its weight is packed on every call: a weight-bound conv
-    (``weight_bound``) goes to the library, which reads the plain weight."""
+    (``weight_bound``) goes to the library, which reads the plain weight; of
+    dynamic sizes, one Winograd takes per size runs on the library at the sizes
+    it does not take (``conv/sized.py``), which decides that per call."""
     from xdsl.dialects.builtin import f32
 
     from tessera.dialects.tsr.shapes import elem_of
@@ -149,11 +177,14 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     layouts = (kernel_layout(op.input), kernel_layout(op.result)) if rank in (4, 5) else (None,)
     if None in layouts or not all(elem_of(v.type) == f32 for v in (op.input, op.weight, *op.epilogue, op.result)):
         return None
-    if not freezing and weight_bound(op):
-        return None  # packed per call (at dynamic sizes: a large weight, the library call decides per size)
     isa = _isa(features)
     if isa is None:
         return None
-    if (m := winograd_m(op, isa, freezing)) is not None:
-        return f"{isa}{WINOGRAD}{'' if m == PER_SIZE else m}"
+    m = winograd_m(op, isa, freezing)
+    if m == PER_SIZE:
+        return f"{isa}{WINOGRAD}"
+    if not freezing and weight_bound(op):
+        return None  # packed per call (at dynamic sizes: a large weight, the library call decides per size)
+    if m is not None:
+        return f"{isa}{WINOGRAD}{m}"
     return isa if prefers_tessera("x86", ConvShape.of(op), *layouts) else None

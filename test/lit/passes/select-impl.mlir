@@ -11,7 +11,10 @@
 // not at 7x7 (4 tiles) on AVX-512, where the direct kernel wins, but by F(4x4) on
 // AVX2 alone, where it does not; without freezing (its weight transformed every
 // call) only from 36 output tiles over the batch and 64 channels: F(4x4) at 56x56,
-// not at 14x14 or 7x7.
+// not at 14x14 or 7x7. Of dynamic sizes the choice is made per size
+// ("avx2:winograd"): under freezing from 16 input channels, without from 64
+// each way, where a weight too large to pack per call (256x256x3x3) no longer
+// sends the conv to the library (the sizes Winograd leaves run on it).
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
@@ -59,6 +62,12 @@
 // AVX512: tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
 // AVX512-NOT: winograd
 // AVX512: func.return
+// AVX2-LABEL: func.func @winograd_dynamic(
+// AVX2: %ya = tsr.conv %a, %wa {stride
+// AVX2: %yb = tsr.conv %b, %wb {tsr.impl = "avx2:winograd",
+// FROZEN2-LABEL: func.func @winograd_dynamic(
+// FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
+// FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
 
 // LIB-NOT: tsr.impl
 
@@ -93,4 +102,10 @@ func.func @winograd(%a: tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, %wa: tensor<6
   %yb = tsr.conv %b, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<1x256x14x14xf32, #tsr.layout<nhwc>>
   %yc = tsr.conv %c, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x256x7x7xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<1x256x7x7xf32, #tsr.layout<nhwc>>
   func.return %ya, %yb, %yc : tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<1x256x7x7xf32, #tsr.layout<nhwc>>
+}
+
+func.func @winograd_dynamic(%a: tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, %wa: tensor<32x32x3x3xf32>, %b: tensor<?x256x?x?xf32, #tsr.layout<nhwc>>, %wb: tensor<256x256x3x3xf32>) -> (tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, tensor<?x256x?x?xf32, #tsr.layout<nhwc>>) {
+  %ya = tsr.conv %a, %wa {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, tensor<32x32x3x3xf32>) -> tensor<?x32x?x?xf32, #tsr.layout<nhwc>>
+  %yb = tsr.conv %b, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<?x256x?x?xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<?x256x?x?xf32, #tsr.layout<nhwc>>
+  func.return %ya, %yb : tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, tensor<?x256x?x?xf32, #tsr.layout<nhwc>>
 }

@@ -11,6 +11,8 @@
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
     // tsr.impl = "avx512:winograd" (dynamic sizes): Call(own_copy, (w,), (w2,)), SizedAlloc(y, ...),
     //     Launch(SizedWinograd(spec, winograd_m_at), (x, w2, b, y))   # m per size, each form packed once
+    //   without freezing: SizedAlloc(y, ...), Launch(SizedWinograd(spec, winograd_m_per_call_at, OneDnnConv(op)),
+    //     (x, w, b, y))   # m per size, the weight transformed per call; oneDNN at the sizes Winograd does not take
 
 Which convs, and on which vector path, ``select-impl`` decided (the x86
 model: ``conv_choice.py``) and recorded as ``tsr.impl``. :func:`conv_call` gives the loaded kernel (built at
@@ -21,25 +23,29 @@ and its arguments are checked like every kernel's.
 
 from __future__ import annotations
 
+from tessera.compiler.library_calls import OneDnnConv
 from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv_as, weight_packer
 from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.sized import SizedConv, SizedWinograd, own_copy
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
-from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, winograd_m_at
+from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, winograd_choice
 from tessera.dialects import tsr
 from tessera.dialects.tsr.shapes import is_static
 
 
-def conv_call(op: tsr.ConvOp, impl: str) -> KernelCall:
+def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
     """``op`` on its loaded kernel as ``impl`` says (``select-impl``'s choice: the
     vector path, and Winograd's ``m`` where it computes the conv), its weight
     (operand 1) packed first (the host program says when: ``KernelCall``).
-    The kernel's arguments: input, packed weight, [bias], [residual], output."""
+    The kernel's arguments: input, packed weight, [bias], [residual], output.
+    ``freezing`` decides how a conv of dynamic sizes chooses ``m`` per size."""
     isa, m = split_impl(impl)
     spec = conv_spec(op, isa)
-    if m == PER_SIZE:
-        return KernelCall(SizedWinograd(spec, winograd_m_at), ((1, own_copy),), sized=True)
+    if m == PER_SIZE and freezing:
+        return KernelCall(SizedWinograd(spec, winograd_choice(True)), ((1, own_copy),), sized=True)
+    if m == PER_SIZE:  # packs on every call itself (the library at sizes it leaves reads the plain weight)
+        return KernelCall(SizedWinograd(spec, winograd_choice(False), OneDnnConv(op)), sized=True)
     if m is not None:
         conv = WinogradConv(spec, m)
         return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))

@@ -12,8 +12,9 @@ like every spec's kernel), behind the one program of the graph.
 
 A 3x3 conv that Winograd computes at static sizes (``winograd.py``) is, at dynamic
 sizes, a :class:`SizedWinograd`: per size, Winograd F(m x m, 3 x 3) with the ``m``
-the measured model gives that size's tiles, or the direct kernel where it gives
-none; it takes the conv's own weight and packs it in each form a size asks for.
+the measured model gives that size's tiles, or where it gives none the direct
+kernel (under freezing) or the library's call (without: as at static sizes); it
+takes the conv's weight and packs it in each form a size asks for.
 
 The kernel's spec is the conv's spec (``conv_choice.conv_spec``: at batch 1 and the
 smallest input it takes) with the batch and the input's spatial sizes of the
@@ -132,22 +133,31 @@ def own_copy(w: torch.Tensor) -> torch.Tensor:
 
 class SizedWinograd(SizedConv):
     """``conv(x, w, [bias], [residual], out)`` of a stride-1 3x3 conv of dynamic sizes,
-    ``w`` its own weight (:func:`own_copy`): at each size Winograd F(m x m, 3 x 3)
-    with ``m = choose(spec)`` (the x86 model's choice at that size's tiles,
-    ``conv_choice.winograd_m_at``), or the direct kernel where ``choose`` gives None.
+    ``w`` its weight: at each size Winograd F(m x m, 3 x 3) with ``m = choose(spec)``
+    (the x86 model's choice at that size's tiles, ``conv_choice.winograd_choice``),
+    or where ``choose`` gives None the direct kernel, or the conv's ``library`` call.
 
-        conv = SizedWinograd(spec, winograd_m_at)   # 64->64 3x3, of dynamic sizes
+        conv = SizedWinograd(spec, winograd_m_at)   # under freezing, 64->64 3x3
         conv(x_56x56, w, y)      # F(4x4): w transformed and packed for the GEMM, once
         conv(x_7x7, w, y2)       # too few tiles (AVX-512): the direct kernel, w packed for it, once
 
-    Each form of the weight is made the first time a size needs it, then kept
-    per weight version (under freezing, the only way ``select-impl`` picks this:
-    ``weight_cache.PackedWeight``), so sizes called in turn pack nothing."""
+        conv = SizedWinograd(spec, winograd_m_per_call_at, OneDnnConv(op))   # without freezing
+        conv(x_56x56, w, y)      # F(4x4): w transformed and packed on every call, into kept buffers
+        conv(x_7x7, w, y2)       # oneDNN's call on the plain weight (as a static conv of that class),
+                                 # its result copied into y2 (few tiles: a small output)
 
-    def __init__(self, spec: ConvSpec, choose: Callable[[ConvSpec], int | None]):
+    Under freezing (no ``library``) each form of the weight is made the first time a
+    size needs it, then kept per weight version (``weight_cache.PackedWeight``; ``w``
+    is the program's own copy, :func:`own_copy`), so sizes called in turn pack
+    nothing. Without freezing each form is made on every call
+    (``kept.KeptPack``), as a static conv's."""
+
+    def __init__(self, spec: ConvSpec, choose: Callable[[ConvSpec], int | None],
+                 library: Callable[..., torch.Tensor] | None = None):
         super().__init__(spec)
         self.choose = choose
-        self._forms: dict[int | None, PackedWeight] = {}
+        self.library = library
+        self._forms: dict[int | None, Callable[[torch.Tensor], torch.Tensor]] = {}
 
     @property
     def name(self) -> str:
@@ -155,14 +165,19 @@ class SizedWinograd(SizedConv):
 
     def _load(self, spec: ConvSpec) -> tuple[Launchable, int | None]:
         m = self.choose(spec)
-        return super()._load(spec) if m is None else (WinogradConv(spec, m), m)
+        if m is not None:
+            return WinogradConv(spec, m), m
+        return super()._load(spec) if self.library is None else (_LibraryLaunch(self.library, spec), None)
 
     def packed(self, m: int | None, w: torch.Tensor) -> torch.Tensor:
-        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's), made once per weight version."""
+        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's, or plain for
+        the library), made once per weight version under freezing, else on every call."""
+        if m is None and self.library is not None:
+            return w
         form = self._forms.get(m)
         if form is None:
             packer = weight_packer(self.spec) if m is None else WinogradPacker(WinogradSpec(self.spec, m))
-            form = self._forms[m] = PackedWeight(packer, freezing=True)
+            form = self._forms[m] = PackedWeight(packer, freezing=True) if self.library is None else packer.per_call()
         return form(w)
 
     def _args(self, found: _Sized, tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
@@ -173,7 +188,22 @@ class SizedWinograd(SizedConv):
         return _WithForm(self, self._sized(tuple(tensors[0].shape)))
 
     def __reduce__(self) -> tuple:
-        return SizedWinograd, (self.spec, self.choose)
+        return SizedWinograd, (self.spec, self.choose, self.library)
+
+
+class _LibraryLaunch:
+    """A library conv (``library_calls.OneDnnConv``) at one size, as a launch: its result copied into the output."""
+
+    def __init__(self, library: Callable[..., torch.Tensor], spec: ConvSpec):
+        self.library = library
+        self.name = f"{getattr(library, '__name__', 'library_conv')} {spec.kernel_name}"
+
+    def __call__(self, *tensors: torch.Tensor) -> None:
+        *operands, out = tensors
+        out.copy_(self.library(*operands))
+
+    def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
+        self(*tensors)
 
 
 class _WithForm:

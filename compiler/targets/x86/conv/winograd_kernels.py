@@ -23,7 +23,7 @@ from llvmlite import ir
 from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_vec, store_vec, vec
 from tessera.compiler.codegen.kernel_family import KernelFamily
 from tessera.compiler.codegen.llvm_target import LlvmTarget
-from tessera.compiler.targets.x86.conv.epilogue import clamp
+from tessera.compiler.targets.x86.conv.epilogue import activate
 from tessera.compiler.targets.x86.conv.isa import check_features, get_conv_isa
 from tessera.compiler.targets.x86.conv.kernel import add_target_attributes, buffer_names, buffer_specs
 from tessera.compiler.targets.x86.conv.winograd_spec import TRANSFORMS, Matrix, WinogradSpec
@@ -184,8 +184,6 @@ def output_module(ws: WinogradSpec, target: LlvmTarget) -> ir.Module:
     a, m = ws.a, ws.m
     th_n, tw_n = ws.tiles_hw
     ms = ws.transformed_strides(c.out_channels)
-    vt = vec(F32, lanes)
-    six = ir.Constant(vt, [6.0] * lanes) if c.activation == "relu6" else None
 
     def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
         n, th, tw = idx
@@ -211,8 +209,7 @@ def output_module(ws: WinogradSpec, target: LlvmTarget) -> ir.Module:
                         value = y[i][j] if bias is None else b.fadd(y[i][j], bias)
                         if c.residual:
                             value = b.fadd(value, load_vec(b, gep(b, ptrs["res"], at_), lanes, valid))
-                        if c.activation in ("relu", "relu6"):
-                            value = clamp(b, value, ir.Constant(vt, None), six)
+                        value = activate(b, value, c.activation)
                         store_vec(b, value, gep(b, ptrs["out"], at_), valid)
 
                     if edges:

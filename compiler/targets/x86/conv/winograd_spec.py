@@ -49,11 +49,11 @@ TRANSFORMS: dict[int, tuple[Matrix, Matrix, Matrix]] = {2: (_BT2, _G2, _AT2), 4:
 def winograd_fits(spec: ConvSpec) -> bool:
     """A conv the Winograd kernels compute: 2-D, 3x3, stride 1, dilation 1, one
     group, channels-last in and out, an epilogue of vector ops (bias, residual,
-    ReLU/ReLU6)."""
+    ReLU/ReLU6/SiLU: ``epilogue.activate``)."""
     return (spec.spatial_dims == 2 and spec.kernel == (3, 3) and spec.dims("stride") == (1, 1)
             and spec.dims("dilation") == (1, 1) and spec.groups == 1
             and spec.input_layout == spec.output_layout == "channels_last"
-            and spec.activation in ("none", "relu", "relu6"))
+            and spec.activation in ("none", "relu", "relu6", "silu"))
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class WinogradSpec:
             raise InvalidConvSpec(f"Winograd F({self.m}, 3) is not one of F(2, 3), F(4, 3)")
         if not winograd_fits(self.conv):
             raise InvalidConvSpec(f"{self.conv.kernel_name}: not a conv the Winograd kernels compute "
-                                  "(2-D 3x3, stride 1, dilation 1, one group, channels-last, bias/residual/ReLU)")
+                                  "(2-D 3x3, stride 1, dilation 1, one group, channels-last, bias/residual/ReLU/SiLU)")
 
     @property
     def a(self) -> int:
