@@ -206,16 +206,22 @@ def _reaches(op: Operation, g: _Group, member: dict[Operation, list[_Group]]) ->
     movement op copied into several groups joins them."""
     seen: set[Operation] = {op}
     todo = [op]
+
+    def visit(x: Operation) -> None:
+        if x not in seen:
+            seen.add(x)
+            todo.append(x)
+
     while todo:
         for u in _users(todo.pop()):
             if u in seen:
                 continue
-            seen.add(u)
-            todo.append(u)
+            visit(u)
             for h in member.get(u, ()):
                 if h is g:
                     return True
-                todo.extend(x for x in h.ops if x not in seen and not seen.add(x))
+                for x in h.ops:
+                    visit(x)
     return False
 
 

@@ -23,6 +23,7 @@ IR tools run the passes without it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,13 +33,7 @@ from .conv.errors import ConvIsaUnavailable
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
 from .conv.spec import ConvSpec
 from .conv.winograd_spec import WinogradSpec, winograd_fits
-from .conv_kernel_model import (
-    WINOGRAD_MIN_CHANNELS,
-    WINOGRAD_PER_CALL_MIN_CHANNELS,
-    prefers_tessera,
-    prefers_winograd,
-    prefers_winograd_per_call,
-)
+from .conv_kernel_model import prefers_tessera, prefers_winograd, prefers_winograd_per_call
 
 if TYPE_CHECKING:  # the models are registered with the target, which loads no IR until a pass asks
     from xdsl.ir import SSAValue
@@ -75,6 +70,9 @@ WINOGRAD = ":winograd"
 
 PER_SIZE = 0
 """Winograd's ``m`` of a conv of dynamic sizes: chosen per size (:func:`winograd_m_at`, ``conv/sized.py``)."""
+
+ANY_TILES = sys.maxsize
+"""Output tiles no size exceeds: the model asked whether a conv of dynamic sizes takes Winograd at any size."""
 
 
 def split_impl(impl: str) -> tuple[str, int | None]:
@@ -144,9 +142,9 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     (``winograd_spec.winograd_fits``), in a class the measured model gives it
     (:func:`winograd_m_at`). Its weight is transformed once under ``freezing``,
     else on every call: then only with enough output tiles to pay for that
-    (``prefers_winograd_per_call``). Of dynamic sizes, :data:`PER_SIZE` where it
-    has the channels for Winograd (more where the weight is transformed per call):
-    the model's choice is made per size when the conv runs (:func:`winograd_choice`)."""
+    (``prefers_winograd_per_call``). Of dynamic sizes, :data:`PER_SIZE` where the
+    model gives it Winograd at some size (its channels decide): the model's choice
+    is made per size when the conv runs (:func:`winograd_choice`)."""
     from tessera.dialects.tsr.shapes import is_static
 
     if (op.groups.value.data != 1
@@ -155,10 +153,10 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     spec = conv_spec(op, isa)
     if not winograd_fits(spec):
         return None
-    if not is_static(op.input.type.get_shape()):
-        if freezing:
-            return PER_SIZE if spec.in_channels >= WINOGRAD_MIN_CHANNELS else None
-        return PER_SIZE if min(spec.in_channels, spec.out_channels) >= WINOGRAD_PER_CALL_MIN_CHANNELS else None
+    if not is_static(op.input.type.get_shape()):  # Winograd at some size: the model at unbounded tiles
+        shape = _shape(spec)
+        some = prefers_winograd(shape, ANY_TILES, isa) if freezing else prefers_winograd_per_call(shape, ANY_TILES)
+        return None if some is None else PER_SIZE
     return winograd_choice(freezing)(spec)
 
 
