@@ -31,6 +31,8 @@ import torch
 
 from tessera.passes.target_models import ConvShape
 
+from .conv_weight_grad import takes as weight_grad_takes
+from .conv_weight_grad import weight_grad
 from .targets.x86.conv_kernel_model import prefers_winograd_per_call
 
 aten = torch.ops.aten
@@ -54,16 +56,26 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
 
 def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
                          output_mask, otherwise=None):
-    """``aten.convolution_backward`` with its input gradient as a conv, where :func:`takes`;
-    elsewhere the decomposition ``otherwise`` (Inductor's), or the op whole."""
-    if not takes(x, w, stride, padding, dilation, transposed, groups, output_mask):
+    """``aten.convolution_backward`` with its input gradient as a conv where :func:`takes`, and
+    its weight gradient as ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes``
+    (the bias's then a sum of ``grad``); elsewhere the decomposition ``otherwise``
+    (Inductor's), or the op whole."""
+    as_conv = takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
+    own_weight = weight_grad_takes(x, w, transposed, groups, output_mask)
+    if not as_conv and not own_weight:
         args = (grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
         return otherwise(*args) if otherwise is not None else NotImplemented
-    flipped = aten.transpose.int(aten.flip.default(w, [2, 3]), 0, 1)
-    gx = aten.convolution.default(grad, flipped, None, [1, 1], [2 - p for p in padding], [1, 1], False, [0, 0], 1)
-    rest = [False, output_mask[1], output_mask[2]]
-    if not any(rest):
-        return gx, None, None
-    _, gw, gb = aten.convolution_backward.default(grad, x, w, bias_sizes, stride, padding, dilation, transposed,
-                                                  output_padding, groups, rest)
+    gx = gw = gb = None
+    if as_conv:
+        flipped = aten.transpose.int(aten.flip.default(w, [2, 3]), 0, 1)
+        gx = aten.convolution.default(grad, flipped, None, [1, 1], [2 - p for p in padding], [1, 1], False, [0, 0], 1)
+    if own_weight:
+        gw = weight_grad(grad, x, w, stride, padding, dilation)
+        if output_mask[2]:
+            gb = aten.sum.dim_IntList(grad, [0, *range(2, grad.dim())])
+    rest = [output_mask[0] and not as_conv, output_mask[1] and not own_weight, output_mask[2] and not own_weight]
+    if any(rest):
+        left = aten.convolution_backward.default(grad, x, w, bias_sizes, stride, padding, dilation, transposed,
+                                                 output_padding, groups, rest)
+        gx, gw, gb = (mine if mine is not None else theirs for mine, theirs in zip((gx, gw, gb), left))
     return gx, gw, gb

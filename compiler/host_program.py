@@ -233,6 +233,8 @@ def _count_host_op(report: GraphReport, op: Operation) -> None:
         report.views[op.name] += 1
     elif isinstance(op, tsr.AtenCallOp) and _of_sizes(op):
         report.views[op.callee.data] += 1
+    elif isinstance(op, tsr.AtenCallOp) and op.callee.data.startswith("tessera."):  # tessera's own kernel
+        report.library[op.callee.data] += 1
     elif isinstance(op, tsr.AtenCallOp):
         report.aten_ops[f"{op.callee.data} (no tsr form)"] += 1
     elif isinstance(op, LIBRARY_OPS):

@@ -208,6 +208,8 @@ class AtenCall:
     def _fn(self) -> Any:
         """``"aten.add.Tensor"`` -> ``torch.ops.aten.add.Tensor``."""
         namespace, op, overload = self.callee.split(".")
+        if namespace == "tessera":
+            from . import conv_weight_grad  # noqa: F401  (defines tessera's own ops)
         return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
     def __call__(self, *operands: Any) -> Any:

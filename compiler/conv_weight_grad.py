@@ -1,0 +1,103 @@
+"""The weight gradient of a dense conv on tessera's own kernel, as an op of the backward graph:
+
+    _, gw, gb = convolution_backward(dy, x, w, [C_out], stride, padding, dilation, False, [0, 0], 1,
+                                     [False, True, True])
+    // traced as (``conv_backward.convolution_backward``)
+    gw = tessera.conv_weight_grad(dy, x, [C_out, C_in, 3, 3], stride, padding, dilation, channels_last=True)
+    gb = sum(dy, [0, 2, 3])
+
+    %gw = tsr.aten_call "tessera.conv_weight_grad.default"(%dy, %x) {args = [...]} : (...) -> tensor<64x64x3x3xf32>
+
+On a CPU the op runs ``targets/x86/conv/weight_grad.py``'s kernel (a GEMM over
+pixels per tap at the conv kernel's register tiling: 1.3-2.9x oneDNN's weight
+gradient on 3x3 and 7x7 convs, BENCHMARKS.md session 28), ATen's
+``convolution_backward`` where the host has no conv vector path or the tensors
+are not float32. ``channels_last`` is the layout of the result, fixed when the
+graph is traced: ATen's (the forward input's memory format), so the op's
+meta and its kernel agree whatever layouts the program gives its operands.
+Which convs it takes: :func:`takes`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+aten = torch.ops.aten
+
+
+def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, output_mask) -> bool:
+    """Whether the weight gradient of this conv is traced as ``tessera.conv_weight_grad``:
+    a dense (one group), not transposed 2-D or 3-D float32 conv on a CPU of static sizes
+    with a window of more than one tap (a 1x1 conv's is one GEMM, where oneDNN's was
+    faster: 1.44 against 2.05 ms at 8x64->256 16x16)."""
+    if transposed or groups != 1 or not output_mask[1] or x.dim() not in (4, 5) or w.dim() != x.dim():
+        return False
+    if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32:
+        return False
+    if not all(isinstance(s, int) for s in (*x.shape, *w.shape)):
+        return False  # symbolic sizes: the op stays whole
+    return math.prod(w.shape[2:]) > 1 and _host_path() is not None
+
+
+def _host_path() -> str | None:
+    from .targets.x86.conv.errors import ConvIsaUnavailable
+    from .targets.x86.conv.isa import select_conv_isa
+
+    try:
+        return select_conv_isa()
+    except ConvIsaUnavailable:
+        return None
+
+
+@torch.library.custom_op("tessera::conv_weight_grad", mutates_args=())
+def conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int], stride: list[int],
+                     padding: list[int], dilation: list[int], channels_last: bool) -> torch.Tensor:
+    """``convolution_backward(dy, x, w, ...)``'s weight gradient, ``w`` of ``weight_size``."""
+    spec = _spec(dy, x, weight_size, stride, padding, dilation, channels_last)
+    if spec is None:
+        w = x.new_empty(weight_size)  # its sizes are all the weight gradient reads of it
+        nsp = len(weight_size) - 2
+        gw = aten.convolution_backward(dy, x, w, None, stride, padding, dilation, False, [0] * nsp, 1,
+                                       [False, True, False])[1]
+        return _in_layout(gw, channels_last)
+    from .targets.x86.conv.weight_grad import conv_weight_grad as run
+
+    return run(dy, x, spec)
+
+
+@conv_weight_grad.register_fake
+def _(dy, x, weight_size, stride, padding, dilation, channels_last):
+    return _in_layout(x.new_empty(weight_size), channels_last)
+
+
+def _in_layout(t: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    if not channels_last:
+        return t.contiguous()
+    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+
+
+def _spec(dy, x, weight_size, stride, padding, dilation, channels_last):
+    """The kernel's spec, or None where ATen computes it (no conv path, not float32)."""
+    isa = _host_path()
+    if isa is None or dy.dtype != torch.float32 or x.dtype != torch.float32 or x.device.type != "cpu":
+        return None
+    from .targets.x86.conv.spec import ConvSpec
+    from .targets.x86.conv.weight_grad import WgradSpec
+
+    conv = ConvSpec(x.shape[0], x.shape[1], weight_size[0], tuple(x.shape[2:]), tuple(weight_size[2:]), tuple(stride),
+                    tuple(padding), tuple(dilation), isa=isa)
+    return WgradSpec(conv, "channels_last" if channels_last else "contiguous")
+
+
+def weight_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, padding, dilation) -> torch.Tensor:
+    """The traced call, its result in ATen's layout (channels-last where the input or the weight is)."""
+    channels_last = _channels_last(x) or _channels_last(w)
+    return torch.ops.tessera.conv_weight_grad(grad, x, list(w.shape), list(stride), list(padding), list(dilation),
+                                              channels_last)
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+    return t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
