@@ -20,27 +20,31 @@ Which convs it takes: :func:`takes`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
+
+from .targets.x86.conv.errors import ConvOperandMismatch
 
 aten = torch.ops.aten
 
 
 def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, output_mask) -> bool:
     """Whether the weight gradient of this conv is traced as ``tessera.conv_weight_grad``:
-    a dense (one group), not transposed 2-D or 3-D float32 conv on a CPU of static sizes
-    with a window of more than one tap (a 1x1 conv's is one GEMM, where oneDNN's was
+    a dense (one group), not transposed 2-D or 3-D float32 conv on a CPU with a window of
+    more than one tap (the input's sizes may be symbolic: a kernel is loaded per size when run) (a 1x1 conv's is one GEMM, where oneDNN's was
     faster: 1.44 against 2.05 ms at 8x64->256 16x16)."""
     if transposed or groups != 1 or not output_mask[1] or x.dim() not in (4, 5) or w.dim() != x.dim():
         return False
     if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32:
         return False
-    if not all(isinstance(s, int) for s in (*x.shape, *w.shape)):
-        return False  # symbolic sizes: the op stays whole
+    if not all(isinstance(s, int) for s in w.shape):
+        return False
     return math.prod(w.shape[2:]) > 1 and _host_path() is not None
 
 
+@functools.cache
 def _host_path() -> str | None:
     from .targets.x86.conv.errors import ConvIsaUnavailable
     from .targets.x86.conv.isa import select_conv_isa
@@ -51,25 +55,52 @@ def _host_path() -> str | None:
         return None
 
 
-@torch.library.custom_op("tessera::conv_weight_grad", mutates_args=())
-def conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int], stride: list[int],
-                     padding: list[int], dilation: list[int], channels_last: bool) -> torch.Tensor:
-    """``convolution_backward(dy, x, w, ...)``'s weight gradient, ``w`` of ``weight_size``."""
-    spec = _spec(dy, x, weight_size, stride, padding, dilation, channels_last)
-    if spec is None:
-        w = x.new_empty(weight_size)  # its sizes are all the weight gradient reads of it
-        nsp = len(weight_size) - 2
-        gw = aten.convolution_backward(dy, x, w, None, stride, padding, dilation, False, [0] * nsp, 1,
-                                       [False, True, False])[1]
-        return _in_layout(gw, channels_last)
-    from .targets.x86.conv.weight_grad import conv_weight_grad as run
+def _conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int], stride: list[int],
+                      padding: list[int], dilation: list[int], channels_last: bool) -> torch.Tensor:
+    """``convolution_backward(dy, x, w, ...)``'s weight gradient, ``w`` of ``weight_size``: on
+    the kernel, ``dy`` and ``x`` read in their layouts (channels-last or contiguous;
+    a tensor of other strides is copied contiguous)."""
+    isa = _host_path()
+    if isa is None or dy.dtype != torch.float32 or x.dtype != torch.float32 or x.device.type != "cpu":
+        return _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last)
+    dy, dy_layout = _in_kernel_layout(dy)
+    x, x_layout = _in_kernel_layout(x)
+    kernel, spec = _kernel(tuple(x.shape), tuple(weight_size), tuple(stride), tuple(padding), tuple(dilation),
+                           channels_last, x_layout, dy_layout, isa, torch.get_num_threads())
+    if tuple(dy.shape) != spec.conv.output_shape():
+        raise ConvOperandMismatch(f"conv weight gradient: dy of shape {tuple(dy.shape)} for a conv whose output "
+                                  f"is {spec.conv.output_shape()}")
+    out = torch.empty_strided(spec.weight_shape(), spec.weight_strides())
+    kernel.launch_trusted([dy, x, out])
+    return out
 
-    return run(dy, x, spec)
+
+conv_weight_grad = torch.library.custom_op("tessera::conv_weight_grad", _conv_weight_grad, mutates_args=())
+
+HOST_FUNCTIONS = {"tessera.conv_weight_grad.default": _conv_weight_grad}
+"""What a host program calls for each of tessera's ops: the function itself, not
+through the dispatcher (a custom op's Python dispatch cost 0.1 ms a call, as much as
+the kernel of a small conv)."""
 
 
 @conv_weight_grad.register_fake
 def _(dy, x, weight_size, stride, padding, dilation, channels_last):
     return _in_layout(x.new_empty(weight_size), channels_last)
+
+
+def _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last) -> torch.Tensor:
+    w = x.new_empty(weight_size)  # its sizes are all the weight gradient reads of it
+    nsp = len(weight_size) - 2
+    gw = aten.convolution_backward(dy, x, w, None, stride, padding, dilation, False, [0] * nsp, 1,
+                                   [False, True, False])[1]
+    return _in_layout(gw, channels_last)
+
+
+def _in_kernel_layout(t: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """``t`` and the layout the kernel reads it in: its own, or a contiguous copy."""
+    if _channels_last(t):
+        return t, "channels_last"
+    return t.contiguous(), "contiguous"
 
 
 def _in_layout(t: torch.Tensor, channels_last: bool) -> torch.Tensor:
@@ -78,17 +109,16 @@ def _in_layout(t: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
 
 
-def _spec(dy, x, weight_size, stride, padding, dilation, channels_last):
-    """The kernel's spec, or None where ATen computes it (no conv path, not float32)."""
-    isa = _host_path()
-    if isa is None or dy.dtype != torch.float32 or x.dtype != torch.float32 or x.device.type != "cpu":
-        return None
+@functools.lru_cache(maxsize=256)
+def _kernel(x_shape, weight_size, stride, padding, dilation, channels_last, x_layout, dy_layout, isa, threads):
+    """The loaded kernel of one weight gradient, and its spec (``threads``: kernels load per thread count)."""
     from .targets.x86.conv.spec import ConvSpec
-    from .targets.x86.conv.weight_grad import WgradSpec
+    from .targets.x86.conv.weight_grad import WgradSpec, load_wgrad
 
-    conv = ConvSpec(x.shape[0], x.shape[1], weight_size[0], tuple(x.shape[2:]), tuple(weight_size[2:]), tuple(stride),
-                    tuple(padding), tuple(dilation), isa=isa)
-    return WgradSpec(conv, "channels_last" if channels_last else "contiguous")
+    conv = ConvSpec(x_shape[0], x_shape[1], weight_size[0], x_shape[2:], weight_size[2:], stride, padding, dilation,
+                    isa=isa, input_layout=x_layout, output_layout=dy_layout)
+    spec = WgradSpec(conv, "channels_last" if channels_last else "contiguous")
+    return load_wgrad(spec), spec
 
 
 def weight_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, padding, dilation) -> torch.Tensor:

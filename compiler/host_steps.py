@@ -208,8 +208,10 @@ class AtenCall:
     def _fn(self) -> Any:
         """``"aten.add.Tensor"`` -> ``torch.ops.aten.add.Tensor``."""
         namespace, op, overload = self.callee.split(".")
-        if namespace == "tessera":
-            from . import conv_weight_grad  # noqa: F401  (defines tessera's own ops)
+        if namespace == "tessera":  # tessera's own ops: their functions, not through the dispatcher
+            from .conv_weight_grad import HOST_FUNCTIONS
+
+            return HOST_FUNCTIONS[self.callee]
         return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
     def __call__(self, *operands: Any) -> Any:

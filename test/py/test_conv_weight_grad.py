@@ -14,7 +14,7 @@ from tessera.compiler.conv_weight_grad import takes
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import CONV_ISAS, can_run_conv
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.compiler.targets.x86.conv.weight_grad import WgradSpec, choose_tiling, conv_weight_grad
+from tessera.compiler.targets.x86.conv.weight_grad import WgradSpec, choose_tiling, conv_weight_grad, load_wgrad
 
 aten = torch.ops.aten
 
@@ -48,16 +48,27 @@ def _case(case, dtype=torch.float64, seed=0):
 
 
 @pytest.mark.parametrize("isa", CONV_ISAS)
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("layout,x_layout,dy_layout", [
+    ("contiguous", "channels_last", "channels_last"), ("channels_last", "channels_last", "channels_last"),
+    ("contiguous", "contiguous", "contiguous"), ("channels_last", "contiguous", "channels_last")])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[1]}to{c[2]}_{'x'.join(map(str, c[3]))}_k{'x'.join(map(str, c[4]))}")
-def test_kernel_matches_float64(case, layout, isa):
+def test_kernel_matches_float64(case, layout, x_layout, dy_layout, isa):
+    """Every layout of ``dw``; ``x`` and ``dy`` read channels-last or contiguous (NCHW:
+    ``x``'s channels broadcast from planes apart, ``dy``'s packed by scalars)."""
     if not can_run_conv(isa):
         pytest.skip(f"this CPU cannot run the {isa} path")
     conv, x, dy = _case(case)
-    spec = WgradSpec(ConvSpec(**{**conv.__dict__, "isa": isa}), layout)
+    spec = WgradSpec(ConvSpec(**{**conv.__dict__, "isa": isa, "input_layout": x_layout, "output_layout": dy_layout}),
+                     layout)
     want = _aten_weight_grad(dy, x, spec.weight_shape(), conv.dims("stride"), conv.dims("padding"), conv.dims("dilation"))
-    got = conv_weight_grad(dy.float(), x.float(), spec)
-    assert got.stride() == spec.weight_strides()
+    cl = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+    out = torch.empty_strided(spec.weight_shape(), spec.weight_strides())
+
+    def stored(t, how):
+        return t.float().contiguous(memory_format=cl if how == "channels_last" else torch.contiguous_format)
+
+    load_wgrad(spec)(stored(dy, dy_layout), stored(x, x_layout), out)
+    got = out
     err = (got.double() - want).abs().max() / want.abs().max()
     assert err < 2e-6, err
 
@@ -77,8 +88,7 @@ def test_tiling_keeps_a_grid_point_near_l1():
     assert choose_tiling(ConvSpec(1, 64, 64, (8, 8), (3, 3), isa="avx512")).nc == 14
 
 
-@pytest.mark.parametrize("bad", [dict(groups=2), dict(bias=True), dict(activation="relu"),
-                                 dict(input_layout="contiguous")])
+@pytest.mark.parametrize("bad", [dict(groups=2), dict(bias=True), dict(activation="relu")])
 def test_spec_refuses_what_the_kernel_does_not_compute(bad):
     with pytest.raises(InvalidConvSpec):
         WgradSpec(ConvSpec(**{**dict(batch=1, in_channels=4, out_channels=4, input_size=(5, 5), kernel=(3, 3)), **bad}))
@@ -86,12 +96,18 @@ def test_spec_refuses_what_the_kernel_does_not_compute(bad):
         WgradSpec(ConvSpec(1, 4, 4, (5, 5), (3, 3)), "nhwc")
 
 
+@pytest.mark.parametrize("x_format", [torch.contiguous_format, torch.channels_last])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_op_matches_aten_in_its_layout(dtype, channels_last):
+def test_op_matches_aten_in_its_layout(dtype, channels_last, x_format):
     """float32 on the kernel (where the host has a conv path), float64 on ATen; the
-    result in the layout the op was traced with."""
+    result in the layout the op was traced with, whatever the operands' layouts
+    (an ``x`` of other strides copied)."""
     conv, x, dy = _case(CASES[2], dtype)
+    x = x.contiguous(memory_format=x_format)
+    dy = dy.contiguous(memory_format=torch.channels_last if x_format == torch.contiguous_format else torch.contiguous_format)
+    if x_format == torch.contiguous_format and channels_last:
+        x = x.transpose(2, 3).contiguous().transpose(2, 3)  # neither layout
     args = ([33, 13, 3, 3], [2, 2], [1, 1], [1, 1])
     got = torch.ops.tessera.conv_weight_grad(dy, x, *args, channels_last)
     want = _aten_weight_grad(dy.double(), x.double(), *args)
@@ -175,3 +191,35 @@ def test_training_step_computes_weight_gradients_on_the_kernel():
     backward = reports[-1]
     assert backward.library["tessera.conv_weight_grad.default"] == 3  # c1, c2, c4; c3 is 1x1
     assert not any(k.startswith("tessera.") for k in backward.aten_ops)
+
+
+class _Pair(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(16, 24, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.c2(torch.relu(self.c1(x))).square().mean()
+
+
+@needs_avx2
+def test_dynamic_training_loads_a_kernel_per_size():
+    """``dynamic=True``: one backward graph for three sizes, the weight gradients on the kernel at each."""
+    from tessera.compiler.report import collect_reports
+
+    torch.manual_seed(0)
+    model = _Pair()
+    compiled = torch.compile(model, backend="tessera", dynamic=True)
+    with collect_reports() as reports:
+        for shape in [(2, 3, 12, 13), (3, 3, 9, 14), (4, 3, 15, 10)]:
+            x = torch.randn(shape)
+            model(x).backward()
+            want = [p.grad.clone() for p in model.parameters()]
+            model.zero_grad(set_to_none=True)
+            compiled(x).backward()
+            for p, e in zip(model.parameters(), want, strict=True):
+                torch.testing.assert_close(p.grad, e, rtol=1e-4, atol=1e-5 * e.abs().max().item())
+            model.zero_grad(set_to_none=True)
+    backward = [r for r in reports if r.library.get("tessera.conv_weight_grad.default")]
+    assert len(backward) == 1 and backward[0].library["tessera.conv_weight_grad.default"] == 2

@@ -86,8 +86,6 @@ class WgradSpec:
         c = self.conv
         if c.groups != 1 or c.bias or c.residual or c.activation != "none":
             raise InvalidConvSpec("the weight-gradient kernel takes a dense conv (one group) with no epilogue")
-        if (c.input_layout, c.output_layout) != ("channels_last", "channels_last"):
-            raise InvalidConvSpec("the weight-gradient kernel reads dy and x channels-last")
         if self.weight_layout not in WEIGHT_LAYOUTS:
             raise InvalidConvSpec(f"weight_layout must be one of {', '.join(WEIGHT_LAYOUTS)}, got {self.weight_layout!r}")
 
@@ -161,13 +159,20 @@ def _ow_range(conv: ConvSpec, kw: int) -> tuple[int, int]:
     return lo, max(lo, hi)
 
 
+def _x_strides(c: ConvSpec) -> tuple[int, int, int, int, int]:
+    """Element strides of ``x`` along N, C, D, H, W (``input_layout``: channels-last or contiguous)."""
+    n, ch, *sp = c.input_strides()
+    return n, ch, (sp[0] if len(sp) == 3 else 0), sp[-2], sp[-1]
+
+
 TILE_ARGS = ("dy", "x", "acc", "n", "od", "oh0", "id", "kh", "lo", "hi", "iw0")
 
 
 def _emit_tile(module: ir.Module, spec: WgradSpec, til: WgradTiling, nvalid: int, ncv: int) -> ir.Function:
     """``@name(dy, x, acc, n, od, oh0, id, kh, lo, hi, iw0)``: one chunk of rows at one tap
-    for ``nvalid`` output and ``ncv`` input channels (``dy`` and ``x`` at the first of
-    them, ``acc`` at their partial sums): columns ``[lo, hi)`` read ``x`` at ``ow * sw + iw0``."""
+    for ``nvalid`` output and ``ncv`` input channels (``dy``: the chunk's rows packed
+    ``[row][ow][nr]``; ``x`` at the first input channel, ``acc`` at their partial
+    sums): columns ``[lo, hi)`` read ``x`` at ``ow * sw + iw0``."""
     c = spec.conv
     fn = internal_function(module, f"{spec.kernel_name}.tile_c{nvalid}_i{ncv}",
                            list(zip(TILE_ARGS, [PTR] * 3 + [I64] * 8, strict=True)))
@@ -176,22 +181,22 @@ def _emit_tile(module: ir.Module, spec: WgradSpec, til: WgradTiling, nvalid: int
     lanes, nr = til.lanes, til.nr
     nvec = -(-nvalid // lanes)
     vt = vec(F32, lanes)
-    D, H, W = c.as3d("input_size")
-    OD, OH, OW = c.as3d("output_size")
+    H = c.as3d("input_size")[1]
+    OH, OW = c.as3d("output_size")[1:]
     sh, sw = c.as3d("stride")[1:]
     ph, dh = c.as3d("padding")[1], c.as3d("dilation")[1]
-    cin, cout = c.in_channels, c.out_channels
+    x_n, x_c, x_d, x_h, x_w = _x_strides(c)
     slots = [(j, v) for j in range(ncv) for v in range(nvec)]
     accs = [b.load(gep(b, acc, 4 * (j * nr + v * lanes)), typ=vt, align=4) for j, v in slots]
 
     def pixel(b: ir.IRBuilder, k: ir.Value, accs: list[ir.Value], dy_row: ir.Value, x_row: ir.Value) -> list[ir.Value]:
         ow = b.add(k, lo)
-        dyp = gep(b, dy_row, b.mul(ow, i64(4 * cout)))
+        dyp = gep(b, dy_row, b.mul(ow, i64(4 * nr)))
         dv = [load_vec(b, gep(b, dyp, 4 * v * lanes), lanes, min(lanes, nvalid - v * lanes)) for v in range(nvec)]
-        xp = gep(b, x_row, b.mul(b.add(b.mul(ow, i64(sw)), iw0), i64(4 * cin)))
+        xp = gep(b, x_row, b.mul(b.add(b.mul(ow, i64(sw)), iw0), i64(4 * x_w)))
         new = list(accs)
         for j in range(ncv):
-            s = splat(b, b.load(gep(b, xp, 4 * j), typ=F32, align=4), lanes)
+            s = splat(b, b.load(gep(b, xp, 4 * j * x_c), typ=F32, align=4), lanes)
             for v in range(nvec):
                 new[j * nvec + v] = fma(b, s, dv[v], new[j * nvec + v])
         return new
@@ -204,9 +209,8 @@ def _emit_tile(module: ir.Module, spec: WgradSpec, til: WgradTiling, nvalid: int
             inside = b.and_(inside, b.icmp_unsigned("<", oh, i64(OH)))
 
         def run(b: ir.IRBuilder, accs: list[ir.Value]) -> list[ir.Value]:
-            drow = b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh)
-            xrow = b.add(b.mul(b.add(b.mul(n, i64(D)), id_), i64(H)), ih)
-            dy_row, x_row = gep(b, dy, b.mul(drow, i64(4 * OW * cout))), gep(b, x, b.mul(xrow, i64(4 * W * cin)))
+            xrow = b.add(b.add(b.mul(n, i64(x_n)), b.mul(id_, i64(x_d))), b.mul(ih, i64(x_h)))
+            dy_row, x_row = gep(b, dy, b.mul(r, i64(4 * OW * nr))), gep(b, x, b.mul(xrow, i64(4)))
             return counted_loop(b, b.sub(hi, lo), accs, lambda b, k, a: pixel(b, k, a, dy_row, x_row), "ow")
 
         return guarded(b, inside, accs, run, "row.in")
@@ -242,7 +246,9 @@ def _emit_point(module: ir.Module, spec: WgradSpec, til: WgradTiling, tiles: dic
     KD, KH, KW = c.as3d("kernel")
     sd, pd, dd = c.as3d("stride")[0], c.as3d("padding")[0], c.as3d("dilation")[0]
     pw, dw_ = c.as3d("padding")[2], c.as3d("dilation")[2]
-    dy0, x0 = gep(b, dy, b.mul(co0, i64(4))), gep(b, x, b.mul(ci0, i64(4)))
+    x_c = _x_strides(c)[1]
+    x0 = gep(b, x, b.mul(ci0, i64(4 * x_c)))
+    dy0 = entry_alloca(b, F32, til.rows * c.as3d("output_size")[2] * nr)
 
     def taps(b: ir.IRBuilder, n: ir.Value, od: ir.Value, oh0: ir.Value) -> list[ir.Value]:
         def kd_body(b: ir.IRBuilder, kd: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
@@ -258,7 +264,7 @@ def _emit_point(module: ir.Module, spec: WgradSpec, til: WgradTiling, tiles: dic
                     rest = [n, od, oh0, id_, kh, i64(lo), i64(hi), i64(kw * dw_ - pw)]
 
                     def block(b: ir.IRBuilder, k: ir.Value, ncv: int, tap_acc=tap_acc, rest=rest) -> list[ir.Value]:
-                        b.call(tiles[(nvalid, ncv)], [dy0, gep(b, x0, b.mul(k, i64(4 * nc))),
+                        b.call(tiles[(nvalid, ncv)], [dy0, gep(b, x0, b.mul(k, i64(4 * nc * x_c))),
                                                       gep(b, tap_acc, b.mul(k, i64(4 * nc * nr))), *rest])
                         return []
 
@@ -273,14 +279,56 @@ def _emit_point(module: ir.Module, spec: WgradSpec, til: WgradTiling, tiles: dic
 
         return counted_loop(b, KD, [], kd_body, "kd")
 
+    def chunk(b: ir.IRBuilder, n: ir.Value, od: ir.Value, oh0: ir.Value) -> list[ir.Value]:
+        _pack_dy(b, spec, til, dy, dy0, co0, nvalid, n, od, oh0)
+        return taps(b, n, od, oh0)
+
     def plane(b: ir.IRBuilder, n: ir.Value, od: ir.Value) -> list[ir.Value]:
         return counted_loop(b, -(-OH // til.rows), [],
-                            lambda b, k, _: taps(b, n, od, b.mul(k, i64(til.rows))), "chunks")
+                            lambda b, k, _: chunk(b, n, od, b.mul(k, i64(til.rows))), "chunks")
 
     counted_loop(b, c.batch, [], lambda b, n, _: counted_loop(b, OD, [], lambda b, od, _: plane(b, n, od), "od"), "n")
     _write_out(b, spec, acc, dw, co0, ci0, nvalid, channels, blocks * nc)
     b.ret_void()
     return fn
+
+
+def _pack_dy(b: ir.IRBuilder, spec: WgradSpec, til: WgradTiling, dy: ir.Value, packed: ir.Value, co0: ir.Value,
+             nvalid: int, n: ir.Value, od: ir.Value, oh0: ir.Value) -> None:
+    """The chunk's rows of ``dy`` for ``nvalid`` output channels from ``co0`` into
+    ``packed[row][ow][nr]``: vectors from a channels-last ``dy``, scalars from a
+    contiguous one (its channels planes apart). Read ``R * KD*KH*KW * (C_in / nc)``
+    times from L1 by the tiles, with no conflicts: ``dy``'s own pixels are ``C_out``
+    floats apart, which for 256 channels puts a chunk's 64 pixels into 4 of L1's 64 sets."""
+    c = spec.conv
+    _, OH, OW = c.as3d("output_size")
+    s_n, s_c, *s_sp = c.output_strides()
+    s_d, s_h, s_w = (s_sp[0] if len(s_sp) == 3 else 0), s_sp[-2], s_sp[-1]
+    lanes, nr = til.lanes, til.nr
+
+    def row(b: ir.IRBuilder, r: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+        oh = b.add(oh0, r)
+        src = gep(b, dy, b.mul(b.add(b.add(b.add(b.mul(n, i64(s_n)), b.mul(od, i64(s_d))), b.mul(oh, i64(s_h))),
+                                     b.mul(co0, i64(s_c))), i64(4)))
+        dst = gep(b, packed, b.mul(r, i64(4 * OW * nr)))
+
+        def pixel(b: ir.IRBuilder, ow: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+            at, to = gep(b, src, b.mul(ow, i64(4 * s_w))), gep(b, dst, b.mul(ow, i64(4 * nr)))
+            if s_c == 1:
+                for v in range(-(-nvalid // lanes)):
+                    valid = min(lanes, nvalid - v * lanes)
+                    store_vec(b, load_vec(b, gep(b, at, 4 * v * lanes), lanes, valid), gep(b, to, 4 * v * lanes), valid)
+                return []
+            for ch in range(nvalid):
+                b.store(b.load(gep(b, at, 4 * ch * s_c), typ=F32, align=4), gep(b, to, 4 * ch), align=4)
+            return []
+
+        body = lambda b, _: counted_loop(b, OW, [], pixel, "pack.ow")  # noqa: E731
+        if OH % til.rows:
+            return guarded(b, b.icmp_unsigned("<", oh, i64(OH)), [], body, "pack.in")
+        return body(b, [])
+
+    counted_loop(b, til.rows, [], row, "pack.rows")
 
 
 def _write_out(b: ir.IRBuilder, spec: WgradSpec, acc: ir.Value, dw: ir.Value, co0: ir.Value, ci0: ir.Value,
