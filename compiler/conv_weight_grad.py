@@ -9,11 +9,11 @@
     %gw = tsr.aten_call "tessera.conv_weight_grad.default"(%dy, %x) {args = [...]} : (...) -> tensor<64x64x3x3xf32>
 
 On a CPU the op runs ``targets/x86/conv/weight_grad.py``'s kernel (a GEMM over
-pixels per tap at the conv kernel's register tiling: 1.3-2.9x oneDNN's weight
+pixels per tap at the conv kernel's register tiling: 1.1-4.2x oneDNN's weight
 gradient on 3x3 and 7x7 convs, BENCHMARKS.md session 28), ATen's
 ``convolution_backward`` where the host has no conv vector path or the tensors
 are not float32. ``channels_last`` is the layout of the result, fixed when the
-graph is traced: ATen's (the forward input's memory format), so the op's
+graph is traced: ATen's (channels-last where the input or the weight is), so the op's
 meta and its kernel agree whatever layouts the program gives its operands.
 Which convs it takes: :func:`takes`.
 """
