@@ -11,8 +11,8 @@
 On a CPU the op runs ``targets/x86/conv/weight_grad.py``'s kernel (a GEMM over
 pixels per tap at the conv kernel's register tiling: 1.1-4.2x oneDNN's weight
 gradient on 3x3 and 7x7 convs, BENCHMARKS.md session 28), ATen's
-``convolution_backward`` where the host has no conv vector path or the tensors
-are not float32. ``channels_last`` is the layout of the result, fixed when the
+``convolution_backward`` where the host has no conv vector path, the tensors
+are not float32 or the kernel would need too much stack (``weight_grad.STACK_BYTES``). ``channels_last`` is the layout of the result, fixed when the
 graph is traced: ATen's (channels-last where the input or the weight is), so the op's
 meta and its kernel agree whatever layouts the program gives its operands.
 Which convs it takes: :func:`takes`.
@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from .targets.x86.conv.errors import ConvOperandMismatch
+from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
 
 aten = torch.ops.aten
 
@@ -33,8 +33,9 @@ aten = torch.ops.aten
 def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, output_mask) -> bool:
     """Whether the weight gradient of this conv is traced as ``tessera.conv_weight_grad``:
     a dense (one group), not transposed 2-D or 3-D float32 conv on a CPU with a window of
-    more than one tap (the input's sizes may be symbolic: a kernel is loaded per size when run) (a 1x1 conv's is one GEMM, where oneDNN's was
-    faster: 1.44 against 2.05 ms at 8x64->256 16x16)."""
+    more than one tap. The input's sizes may be symbolic (a kernel is loaded per size
+    when run). A 1x1 conv's weight gradient is one GEMM, where oneDNN's was faster (1.30
+    against 1.58 ms at 8x64->256 16x16)."""
     if transposed or groups != 1 or not output_mask[1] or x.dim() not in (4, 5) or w.dim() != x.dim():
         return False
     if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32:
@@ -65,8 +66,11 @@ def _conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int],
         return _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last)
     dy, dy_layout = _in_kernel_layout(dy)
     x, x_layout = _in_kernel_layout(x)
-    kernel, spec = _kernel(tuple(x.shape), tuple(weight_size), tuple(stride), tuple(padding), tuple(dilation),
-                           channels_last, x_layout, dy_layout, isa, torch.get_num_threads())
+    try:
+        kernel, spec = _kernel(tuple(x.shape), tuple(weight_size), tuple(stride), tuple(padding), tuple(dilation),
+                               channels_last, x_layout, dy_layout, isa, torch.get_num_threads())
+    except InvalidConvSpec:  # a conv the kernel does not take at these sizes (its stack): the library's
+        return _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last)
     if tuple(dy.shape) != spec.conv.output_shape():
         raise ConvOperandMismatch(f"conv weight gradient: dy of shape {tuple(dy.shape)} for a conv whose output "
                                   f"is {spec.conv.output_shape()}")

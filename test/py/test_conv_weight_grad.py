@@ -14,7 +14,13 @@ from tessera.compiler.conv_weight_grad import takes
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import CONV_ISAS, can_run_conv
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
-from tessera.compiler.targets.x86.conv.weight_grad import WgradSpec, choose_tiling, conv_weight_grad, load_wgrad
+from tessera.compiler.targets.x86.conv.weight_grad import (
+    SUMS_BYTES,
+    WgradSpec,
+    choose_tiling,
+    conv_weight_grad,
+    load_wgrad,
+)
 
 aten = torch.ops.aten
 
@@ -28,6 +34,7 @@ CASES = [  # batch, C_in, C_out, size, kernel, stride, padding, dilation
     (1, 8, 20, (6, 6), (1, 1), 1, 0, 1),
     (2, 6, 9, (5, 6, 7), (3, 3, 3), 1, 1, 1),
     (1, 4, 5, (3, 4, 4), (3, 1, 1), (1, 2, 1), (2, 0, 0), 1),
+    (1, 40, 16, (3, 5, 5), (7, 7, 7), 1, 3, 1),  # 343 taps: a block of input channels per grid point
 ]
 
 
@@ -86,6 +93,24 @@ def test_tiling_keeps_a_grid_point_near_l1():
     assert (til.nr, til.nc) == (16, 6)  # 12 accumulators, 2 dy vectors and a broadcast: 15 of 16 registers
     assert til.ci_groups == 3 and til.group_blocks * til.nc <= 64 + til.nc
     assert choose_tiling(ConvSpec(1, 64, 64, (8, 8), (3, 3), isa="avx512")).nc == 14
+
+
+def test_a_grid_point_keeps_its_stack_bounded():
+    taps = ConvSpec(1, 40, 16, (3, 5, 5), (7, 7, 7), padding=3, isa="avx2")
+    til = choose_tiling(taps)
+    assert til.group_blocks == 1 and 4 * 343 * til.nc * til.nr <= SUMS_BYTES
+    with pytest.raises(InvalidConvSpec, match="stack"):
+        WgradSpec(ConvSpec(1, 4, 16, (3, 40000), (3, 3), padding=1, isa="avx2"))  # a chunk of dy: 2.5 MB
+
+
+@needs_avx2
+def test_op_leaves_to_aten_what_the_kernel_refuses():
+    torch.manual_seed(0)
+    x, dy = torch.randn(1, 4, 3, 40000), torch.randn(1, 16, 3, 40000)
+    args = ([16, 4, 3, 3], [1, 1], [1, 1], [1, 1])
+    got = torch.ops.tessera.conv_weight_grad(dy, x, *args, False)
+    want = _aten_weight_grad(dy.double(), x.double(), *args)
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
 
 
 @pytest.mark.parametrize("bad", [dict(groups=2), dict(bias=True), dict(activation="relu")])

@@ -71,6 +71,12 @@ GROUP_CHANNELS = 64
 (as few grid points as that allows, their blocks shared out evenly): its partial sums
 (``KD*KH*KW x group x nr`` floats) stay on its stack, near L1."""
 MAX_NC = 14
+STACK_BYTES = 512 * 1024
+"""A grid point's stack at most (its partial sums and a packed chunk of ``dy``): a
+spec that needs more (a window of hundreds of taps, rows of thousands of pixels) is
+refused, and its weight gradient left to the library."""
+SUMS_BYTES = 256 * 1024
+"""A grid point's partial sums at most: fewer input channels a point where a window has many taps."""
 WEIGHT_LAYOUTS = {"contiguous": "[C_out, C_in, k...]", "channels_last": "[C_out, k..., C_in]"}
 
 
@@ -86,6 +92,9 @@ class WgradSpec:
         c = self.conv
         if c.groups != 1 or c.bias or c.residual or c.activation != "none":
             raise InvalidConvSpec("the weight-gradient kernel takes a dense conv (one group) with no epilogue")
+        if stack_bytes(c) > STACK_BYTES:
+            raise InvalidConvSpec(f"the weight-gradient kernel of this conv would keep {stack_bytes(c)} bytes on its "
+                                  f"stack, over {STACK_BYTES}")
         if self.weight_layout not in WEIGHT_LAYOUTS:
             raise InvalidConvSpec(f"weight_layout must be one of {', '.join(WEIGHT_LAYOUTS)}, got {self.weight_layout!r}")
 
@@ -138,7 +147,14 @@ def choose_tiling(conv: ConvSpec) -> WgradTiling:
     nr = nv * isa.lanes
     ci_blocks = -(-conv.in_channels // nc)
     groups = -(-conv.in_channels // GROUP_CHANNELS)
-    return WgradTiling(isa.lanes, nv, nc, rows, -(-conv.out_channels // nr), ci_blocks, -(-ci_blocks // groups))
+    per_group = min(-(-ci_blocks // groups), max(1, SUMS_BYTES // (4 * conv.kernel_volume * nc * nr)))
+    return WgradTiling(isa.lanes, nv, nc, rows, -(-conv.out_channels // nr), ci_blocks, per_group)
+
+
+def stack_bytes(conv: ConvSpec) -> int:
+    """What one grid point keeps on its stack: partial sums and a packed chunk of ``dy``."""
+    til = choose_tiling(conv)
+    return 4 * til.nr * (conv.kernel_volume * til.group_blocks * til.nc + til.rows * conv.as3d("output_size")[2])
 
 
 def signature(spec: WgradSpec) -> KernelSignature:
