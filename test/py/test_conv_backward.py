@@ -85,3 +85,30 @@ def test_training_step_computes_input_gradients_by_winograd():
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
     backward = programs[-1]
     assert sum(isinstance(s, Launch) and isinstance(s.kernel, WinogradConv) for s in backward.steps) == 2
+
+
+@needs_avx2
+def test_dynamic_training_computes_input_gradients_per_size():
+    """``dynamic=True``: the input gradients are convs of dynamic sizes (``SizedWinograd``),
+    which choose per size: Winograd at 84 and 72 tiles, the library's conv at 27; one
+    backward graph for the three sizes, every gradient eager's."""
+    from tessera.compiler.targets.x86.conv.sized import SizedWinograd
+    from tessera.runtime.program import Launch
+
+    torch.manual_seed(0)
+    model = _Pair(64)
+    compiled = torch.compile(model, backend="tessera", dynamic=True)
+    backwards = set()
+    for shape in [(2, 64, 24, 26), (3, 64, 9, 10), (4, 64, 20, 21)]:
+        x = torch.randn(shape).requires_grad_()
+        x_eager = x.detach().clone().requires_grad_()
+        model(x_eager).square().mean().backward()
+        want = [*(p.grad.clone() for p in model.parameters()), x_eager.grad]
+        model.zero_grad(set_to_none=True)
+        backward = programs_run(lambda t: compiled(t).square().mean().backward(), x)[-1]
+        for got, expected in zip([*(p.grad for p in model.parameters()), x.grad], want, strict=True):
+            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
+        model.zero_grad(set_to_none=True)
+        assert sum(isinstance(s, Launch) and isinstance(s.kernel, SizedWinograd) for s in backward.steps) == 2
+        backwards.add(id(backward))
+    assert len(backwards) == 1
