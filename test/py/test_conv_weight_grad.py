@@ -35,6 +35,7 @@ CASES = [  # batch, C_in, C_out, size, kernel, stride, padding, dilation
     (2, 6, 9, (5, 6, 7), (3, 3, 3), 1, 1, 1),
     (1, 4, 5, (3, 4, 4), (3, 1, 1), (1, 2, 1), (2, 0, 0), 1),
     (1, 40, 16, (3, 5, 5), (7, 7, 7), 1, 3, 1),  # 343 taps: a block of input channels per grid point
+    (5, 8, 20, (4, 4), (3, 3), 1, 1, 1),  # chunks of 4 whole images, the last of one
 ]
 
 
@@ -93,6 +94,8 @@ def test_tiling_keeps_a_grid_point_near_l1():
     assert (til.nr, til.nc) == (16, 6)  # 12 accumulators, 2 dy vectors and a broadcast: 15 of 16 registers
     assert til.ci_groups == 3 and til.group_blocks * til.nc <= 64 + til.nc
     assert choose_tiling(ConvSpec(1, 64, 64, (8, 8), (3, 3), isa="avx512")).nc == 14
+    small = choose_tiling(ConvSpec(8, 512, 512, (2, 2), (3, 3), padding=1, isa="avx2"))
+    assert (small.planes, small.rows) == (8, 16)  # 2x2 images: chunks of 8 whole images, 32 pixels
 
 
 def test_a_grid_point_keeps_its_stack_bounded():

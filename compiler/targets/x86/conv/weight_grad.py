@@ -13,7 +13,7 @@ channels-last (``WgradSpec.weight_layout``). A GEMM over pixels per tap: grid
 pixels), runs every tap and every block of ``nc`` input channels of its group
 while the chunk's rows are in L1::
 
-    for n, od, chunk of R output rows:
+    for n, od, chunk of R output rows (or of whole images, where a plane is small):
       for kd, kh (rows outside x skipped), kw (unrolled; its columns inside x known):
         for each block of nc input channels:                     (a call of the tile)
           acc = sums[tap, ci0:ci0+nc, :]                          (nc * nv vectors in registers)
@@ -123,6 +123,10 @@ class WgradTiling:
     """Input channels (broadcast) in the register tile."""
     rows: int
     """Output rows per chunk."""
+    planes: int
+    """Images per chunk: more than one where a 2-D conv's whole output plane is under
+    :data:`CHUNK_PIXELS` (``rows = planes * OH``: the 4x4 and 2x2 layers of a
+    network at small inputs, whose chunks were 16 or 4 pixels)."""
     co_blocks: int
     ci_blocks: int
     group_blocks: int
@@ -143,12 +147,27 @@ def choose_tiling(conv: ConvSpec) -> WgradTiling:
     spare = isa.registers - nv - (0 if isa.embedded_broadcast else 1)
     nc = max(1, min(conv.in_channels, spare // nv, MAX_NC))
     _, oh, ow = conv.as3d("output_size")
-    rows = max(1, min(oh, -(-CHUNK_PIXELS // ow)))
+    od = conv.as3d("output_size")[0]
+    planes = min(conv.batch, -(-CHUNK_PIXELS // (oh * ow))) if od == 1 and oh * ow < CHUNK_PIXELS else 1
+    rows = planes * oh if planes > 1 else max(1, min(oh, -(-CHUNK_PIXELS // ow)))
     nr = nv * isa.lanes
     ci_blocks = -(-conv.in_channels // nc)
     groups = -(-conv.in_channels // GROUP_CHANNELS)
     per_group = min(-(-ci_blocks // groups), max(1, SUMS_BYTES // (4 * conv.kernel_volume * nc * nr)))
-    return WgradTiling(isa.lanes, nv, nc, rows, -(-conv.out_channels // nr), ci_blocks, per_group)
+    return WgradTiling(isa.lanes, nv, nc, rows, planes, -(-conv.out_channels // nr), ci_blocks, per_group)
+
+
+def _chunk_row(b: ir.IRBuilder, conv: ConvSpec, til: WgradTiling, n0: ir.Value, oh0: ir.Value,
+               r: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value | None]:
+    """Row ``r`` of the chunk from image ``n0``, row ``oh0``: its image, its output row,
+    and whether it exists (None: always)."""
+    oh_n = conv.as3d("output_size")[1]
+    if til.planes == 1:
+        oh = b.add(oh0, r)
+        return n0, oh, b.icmp_unsigned("<", oh, i64(oh_n)) if oh_n % til.rows else None
+    p = b.udiv(r, i64(oh_n))
+    n = b.add(n0, p)
+    return n, b.sub(r, b.mul(p, i64(oh_n))), b.icmp_unsigned("<", n, i64(conv.batch)) if conv.batch % til.planes else None
 
 
 def stack_bytes(conv: ConvSpec) -> int:
@@ -192,13 +211,13 @@ def _emit_tile(module: ir.Module, spec: WgradSpec, til: WgradTiling, nvalid: int
     c = spec.conv
     fn = internal_function(module, f"{spec.kernel_name}.tile_c{nvalid}_i{ncv}",
                            list(zip(TILE_ARGS, [PTR] * 3 + [I64] * 8, strict=True)))
-    dy, x, acc, n, od, oh0, id_, kh, lo, hi, iw0 = fn.args
+    dy, x, acc, n0, od, oh0, id_, kh, lo, hi, iw0 = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     lanes, nr = til.lanes, til.nr
     nvec = -(-nvalid // lanes)
     vt = vec(F32, lanes)
     H = c.as3d("input_size")[1]
-    OH, OW = c.as3d("output_size")[1:]
+    OW = c.as3d("output_size")[2]
     sh, sw = c.as3d("stride")[1:]
     ph, dh = c.as3d("padding")[1], c.as3d("dilation")[1]
     x_n, x_c, x_d, x_h, x_w = _x_strides(c)
@@ -218,11 +237,11 @@ def _emit_tile(module: ir.Module, spec: WgradSpec, til: WgradTiling, nvalid: int
         return new
 
     def row(b: ir.IRBuilder, r: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
-        oh = b.add(oh0, r)
+        n, oh, exists = _chunk_row(b, c, til, n0, oh0, r)
         ih = b.add(b.mul(oh, i64(sh)), b.sub(b.mul(kh, i64(dh)), i64(ph)))
         inside = b.icmp_unsigned("<", ih, i64(H))
-        if OH % til.rows:
-            inside = b.and_(inside, b.icmp_unsigned("<", oh, i64(OH)))
+        if exists is not None:
+            inside = b.and_(inside, exists)
 
         def run(b: ir.IRBuilder, accs: list[ir.Value]) -> list[ir.Value]:
             xrow = b.add(b.add(b.mul(n, i64(x_n)), b.mul(id_, i64(x_d))), b.mul(ih, i64(x_h)))
@@ -303,27 +322,32 @@ def _emit_point(module: ir.Module, spec: WgradSpec, til: WgradTiling, tiles: dic
         return counted_loop(b, -(-OH // til.rows), [],
                             lambda b, k, _: chunk(b, n, od, b.mul(k, i64(til.rows))), "chunks")
 
-    counted_loop(b, c.batch, [], lambda b, n, _: counted_loop(b, OD, [], lambda b, od, _: plane(b, n, od), "od"), "n")
+    if til.planes > 1:  # chunks of whole images (2-D: od = 0)
+        counted_loop(b, -(-c.batch // til.planes), [], lambda b, k, _: chunk(b, b.mul(k, i64(til.planes)), i64(0),
+                                                                               i64(0)), "images")
+    else:
+        counted_loop(b, c.batch, [],
+                     lambda b, n, _: counted_loop(b, OD, [], lambda b, od, _: plane(b, n, od), "od"), "n")
     _write_out(b, spec, acc, dw, co0, ci0, nvalid, channels, blocks * nc)
     b.ret_void()
     return fn
 
 
 def _pack_dy(b: ir.IRBuilder, spec: WgradSpec, til: WgradTiling, dy: ir.Value, packed: ir.Value, co0: ir.Value,
-             nvalid: int, n: ir.Value, od: ir.Value, oh0: ir.Value) -> None:
+             nvalid: int, n0: ir.Value, od: ir.Value, oh0: ir.Value) -> None:
     """The chunk's rows of ``dy`` for ``nvalid`` output channels from ``co0`` into
     ``packed[row][ow][nr]``: vectors from a channels-last ``dy``, scalars from a
     contiguous one (its channels planes apart). Read ``R * KD*KH*KW * (C_in / nc)``
     times from L1 by the tiles, with no conflicts: ``dy``'s own pixels are ``C_out``
     floats apart, which for 256 channels puts a chunk's 64 pixels into 4 of L1's 64 sets."""
     c = spec.conv
-    _, OH, OW = c.as3d("output_size")
+    OW = c.as3d("output_size")[2]
     s_n, s_c, *s_sp = c.output_strides()
     s_d, s_h, s_w = (s_sp[0] if len(s_sp) == 3 else 0), s_sp[-2], s_sp[-1]
     lanes, nr = til.lanes, til.nr
 
     def row(b: ir.IRBuilder, r: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
-        oh = b.add(oh0, r)
+        n, oh, exists = _chunk_row(b, c, til, n0, oh0, r)
         src = gep(b, dy, b.mul(b.add(b.add(b.add(b.mul(n, i64(s_n)), b.mul(od, i64(s_d))), b.mul(oh, i64(s_h))),
                                      b.mul(co0, i64(s_c))), i64(4)))
         dst = gep(b, packed, b.mul(r, i64(4 * OW * nr)))
@@ -340,9 +364,7 @@ def _pack_dy(b: ir.IRBuilder, spec: WgradSpec, til: WgradTiling, dy: ir.Value, p
             return []
 
         body = lambda b, _: counted_loop(b, OW, [], pixel, "pack.ow")  # noqa: E731
-        if OH % til.rows:
-            return guarded(b, b.icmp_unsigned("<", oh, i64(OH)), [], body, "pack.in")
-        return body(b, [])
+        return body(b, []) if exists is None else guarded(b, exists, [], body, "pack.in")
 
     counted_loop(b, til.rows, [], row, "pack.rows")
 
