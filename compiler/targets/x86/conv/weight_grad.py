@@ -64,8 +64,8 @@ from tessera.dialects.dim_orders import strides_for
 from tessera.runtime.signature import BufferSpec, KernelSignature
 
 CHUNK_PIXELS = 64
-"""Output pixels per chunk of rows (whole rows): the register tile is loaded and
-stored once per chunk, tap and input-channel block."""
+"""Output pixels per chunk at least (whole rows, or whole images: ``WgradTiling.planes``):
+the register tile is loaded and stored once per chunk, tap and input-channel block."""
 GROUP_CHANNELS = 64
 """Input channels of one grid point at most, unless one block of ``nc`` is more
 (as few grid points as that allows, their blocks shared out evenly): its partial sums
@@ -82,8 +82,8 @@ WEIGHT_LAYOUTS = {"contiguous": "[C_out, C_in, k...]", "channels_last": "[C_out,
 
 @dataclass(frozen=True)
 class WgradSpec:
-    """The weight gradient of ``conv``'s conv, written ``weight_layout`` (ATen's: the
-    layout of the forward's weight, channels-last where its input is)."""
+    """The weight gradient of ``conv``'s conv, written ``weight_layout`` (the op asks for
+    ATen's: channels-last where the forward's input or weight is)."""
 
     conv: ConvSpec
     weight_layout: str = "contiguous"
@@ -142,12 +142,14 @@ class WgradTiling:
 
 
 def choose_tiling(conv: ConvSpec) -> WgradTiling:
+    """The register tile (as many broadcast input channels as the registers leave beside
+    ``nv`` vectors of output channels), the chunk of rows or images, and the grid point's
+    input channels."""
     isa = get_conv_isa(conv.isa)
     nv = min(2, -(-conv.out_channels // isa.lanes))
     spare = isa.registers - nv - (0 if isa.embedded_broadcast else 1)
     nc = max(1, min(conv.in_channels, spare // nv, MAX_NC))
-    _, oh, ow = conv.as3d("output_size")
-    od = conv.as3d("output_size")[0]
+    od, oh, ow = conv.as3d("output_size")
     planes = min(conv.batch, -(-CHUNK_PIXELS // (oh * ow))) if od == 1 and oh * ow < CHUNK_PIXELS else 1
     rows = planes * oh if planes > 1 else max(1, min(oh, -(-CHUNK_PIXELS // ow)))
     nr = nv * isa.lanes
