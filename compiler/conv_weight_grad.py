@@ -26,6 +26,7 @@ import math
 import torch
 
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
+from .targets.x86.conv_choice import host_isa
 
 aten = torch.ops.aten
 
@@ -42,18 +43,7 @@ def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, outpu
         return False
     if not all(isinstance(s, int) for s in w.shape):
         return False
-    return math.prod(w.shape[2:]) > 1 and _host_path() is not None
-
-
-@functools.cache
-def _host_path() -> str | None:
-    from .targets.x86.conv.errors import ConvIsaUnavailable
-    from .targets.x86.conv.isa import select_conv_isa
-
-    try:
-        return select_conv_isa()
-    except ConvIsaUnavailable:
-        return None
+    return math.prod(w.shape[2:]) > 1 and host_isa() is not None
 
 
 def _conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int], stride: list[int],
@@ -61,7 +51,7 @@ def _conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int],
     """``convolution_backward(dy, x, w, ...)``'s weight gradient, ``w`` of ``weight_size``: on
     the kernel, ``dy`` and ``x`` read in their layouts (channels-last or contiguous;
     a tensor of other strides is copied contiguous)."""
-    isa = _host_path()
+    isa = host_isa()
     if isa is None or dy.dtype != torch.float32 or x.dtype != torch.float32 or x.device.type != "cpu":
         return _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last)
     dy, dy_layout = _in_kernel_layout(dy)
@@ -108,9 +98,7 @@ def _in_kernel_layout(t: torch.Tensor) -> tuple[torch.Tensor, str]:
 
 
 def _in_layout(t: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    if not channels_last:
-        return t.contiguous()
-    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+    return t.contiguous(memory_format=_channels_last_format(t) if channels_last else torch.contiguous_format)
 
 
 @functools.lru_cache(maxsize=256)
@@ -132,6 +120,9 @@ def weight_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, pa
                                               channels_last)
 
 
+def _channels_last_format(t: torch.Tensor) -> torch.memory_format:
+    return torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+
+
 def _channels_last(t: torch.Tensor) -> bool:
-    fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
-    return t.is_contiguous(memory_format=fmt) and not t.is_contiguous()
+    return t.is_contiguous(memory_format=_channels_last_format(t)) and not t.is_contiguous()
