@@ -333,17 +333,25 @@ def partition(block: Block) -> _Partition:
         else:
             join(op, [new_group("pointwise", op)])
 
-    # Rule 4: a lone view stays a host op.
+    # Rule 4: a group of views alone stays on the host as those ops.
     host_views: set[Operation] = set()
     for g in list(groups):
         real = [op for op in g.ops if op_kind(op) != "constant"]
-        if len(real) == 1 and is_view(real[0]) and home.get(real[0]) is g:
+        if real and all(is_view(op) for op in real) and _one_chain(real, g, home):
             groups.remove(g)
             del home[real[0]]
-            host_views.add(real[0])  # its host users read the host op; groups it was copied into keep their copy
+            host_views.update(real)  # their host users read the host ops; groups they were copied into keep a copy
             for op in g.ops:
                 member[op] = [x for x in member[op] if x is not g]
     return _Partition(groups, member, home, host_views)
+
+
+def _one_chain(ops: list[Operation], g: _Group, home: dict[Operation, _Group]) -> bool:
+    """Whether a group's ops (consumers first) are one chain ending in its output: each
+    op reads the next one's result, the last reads a value from outside the group."""
+    if home.get(ops[0]) is not g or any(home.get(op) is g for op in ops[1:]):
+        return False
+    return all(a.input.owner is b for a, b in zip(ops, ops[1:]))
 
 
 def _emit(block: Block, part: _Partition) -> None:

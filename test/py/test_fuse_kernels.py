@@ -395,6 +395,28 @@ func.func @forward(%x: {T((4, 8))}, %w: {w}) -> {T((4, 16))} {{
     assert is_view(top_level(after)[0])
 
 
+def test_a_chain_of_views_stays_on_the_host_and_a_copy_in_it_makes_a_kernel():
+    """``addmm-as-conv``'s weight without freezing: ``w.t()`` permuted back and reshaped to
+    the conv's ``[N, K, 1, 1]`` is three views of the parameter, left on the host (it was a
+    copy kernel on every call: BERT-base's weights, 4 ms a layer); a chain with a permute
+    that moves data is one kernel."""
+    w, wt, w4 = T((16, 8)), T((8, 16), layout=(1, 0)), T((16, 8, 1, 1))
+    x, y = T((1, 8, 2, 3), layout=(0, 2, 3, 1)), T((1, 16, 2, 3), layout=(0, 2, 3, 1))
+    chain = f"""
+func.func @forward(%x: {x}, %w: {w}) -> {y} {{
+  %t = tsr.permute %w {{dims = array<i64: 1, 0>}} : ({w}) -> {wt}
+  %b = tsr.permute %t {{dims = array<i64: 1, 0>}} : ({wt}) -> {w}
+  %w4 = tsr.reshape %b : ({w}) -> {w4}
+  %y = tsr.conv %x, %w4 {{stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : ({x}, {w4}) -> {y}
+  func.return %y : {y}
+}}"""
+    after = check_fusion(chain)
+    assert [op.name for op in top_level(after)] == ["tsr.permute", "tsr.permute", "tsr.reshape", "tsr.conv", "func.return"]
+    copy = check_fusion(chain.replace(f"-> {w}\n", f"-> {T((16, 8), layout=(1, 0))}\n").replace(
+        f"%w4 = tsr.reshape %b : ({w})", f"%w4 = tsr.reshape %b : ({T((16, 8), layout=(1, 0))})"))
+    assert [op.name for op in top_level(copy)] == ["tsr.fused", "tsr.conv", "func.return"]
+
+
 def test_a_returned_view_of_a_reduction_also_read_by_a_kernel():
     """BatchNorm's training forward: ``squeeze(mean)`` is returned (a lone view,
     left on the host) and also copied into the kernel updating the running mean.
