@@ -443,3 +443,83 @@ def test_the_per_call_packer_checks_the_weight_before_its_trusted_launch():
     assert torch.equal(pack(w.bfloat16()), pack_weight(w.bfloat16().float(), spec).data)
     with pytest.raises(ConvOperandMismatch, match=r"shape \(24, 16, 3, 3\)"):
         pack(torch.randn(24, 16, 5, 5))
+
+
+PLAIN_WEIGHT_SHAPES = [
+    # (n, cin, cout, spatial, kernel, kwargs): dense convs whose kernel packs its weight block by block
+    (1, 33, 65, (1, 29), (1, 1), dict(bias=True)),                                  # a linear's rows, last block partial
+    (1, 130, 50, (6, 35), (3, 3), dict(padding=1, residual=True, act="silu")),     # input-channel blocks
+    (2, 5, 37, (13, 17), (3, 3), dict(padding=1, stride=2)),                        # batch 2, stride 2
+    (1, 12, 18, (9, 10), (3, 3), dict(padding=1, groups=3)),                         # groups
+    (1, 24, 40, (5, 12, 12), (3, 3, 3), dict(padding=1)),                            # 3-D
+    (1, 16, 32, (9, 11), (3, 3), dict(padding=1, input_layout="contiguous", output_layout="contiguous")),
+]
+
+
+@pytest.mark.parametrize("isa", CONV_ISAS)
+@pytest.mark.parametrize("n,cin,cout,size,kernel,kw", PLAIN_WEIGHT_SHAPES, ids=lambda v: str(v).replace(" ", ""))
+def test_a_kernel_that_packs_its_weight_matches_eager(isa, n, cin, cout, size, kernel, kw):
+    """``ConvSpec.packs_weight``: the kernel reads the plain weight and packs each channel
+    block on its stack as the grid reaches it; the result is eager's, whether the grid runs
+    as one chunk or split over threads (each chunk packs the blocks it reaches)."""
+    import dataclasses
+
+    runnable(isa)
+    kw = dict(kw)
+    act, residual, bias = kw.pop("act", None), kw.pop("residual", False), kw.pop("bias", False)
+    layouts = {k: kw.pop(k, "channels_last") for k in ("input_layout", "output_layout")}
+    x = torch.randn(n, cin, *size, generator=GEN)
+    x = channels_last(x) if layouts["input_layout"] == "channels_last" else x
+    w = torch.randn(cout, cin // kw.get("groups", 1), *kernel, generator=GEN)
+    b = torch.randn(cout, generator=GEN) if bias else None
+    spec = dataclasses.replace(spec_for(x, w.shape, bias=bias, residual=residual, activation=act, isa=isa,
+                                        **layouts, **kw), packs_weight=True)
+    assert spec.kernel_name.endswith("_wplain") and not choose_tiling(spec).rows_outer
+    want = reference(x, w, b, None, None, **kw)
+    res = torch.randn(want.shape, generator=GEN) if residual else None
+    res = channels_last(res) if residual and layouts["output_layout"] == "channels_last" else res
+    want = reference(x, w, b, res, act, **kw)
+    kern = load_conv(spec)
+    for chunks in (1, 3):
+        out = torch.full(spec.output_shape(), float("nan")).as_strided(spec.output_shape(), spec.output_strides())
+        kern.launch(x, w, *([b] if bias else []), *([res] if residual else []), out, chunks=chunks)
+        torch.testing.assert_close(out, want, rtol=0, atol=1e-4 * want.abs().max().item())
+
+
+def test_only_a_dense_kernel_packs_its_weight():
+    with pytest.raises(InvalidConvSpec, match="depthwise"):
+        ConvSpec(1, 16, 16, (8, 8), (3, 3), groups=16, packs_weight=True, isa="avx2")
+
+
+def test_without_freezing_a_large_weight_is_packed_inside_the_conv_and_every_write_is_seen(monkeypatch):
+    """Without freezing a conv whose packed weight outgrows L2 (``host.packs_in_kernel``) is
+    one launch of the kernel that packs its weight (no packing step before it): the result
+    is eager's on every call, after an in-place update and after a write through ``.data``
+    (which no version counter records), and with the weight stored channels-last."""
+    from tessera.compiler.targets.x86.conv.tiling import packs_in_kernel
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    isa = host_isa()
+    if isa is None:
+        pytest.skip("this CPU runs no conv kernel path")
+    _force_tessera_convs(monkeypatch)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(256, 320, 3, padding=1), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 256, 14, 14)  # an output of more than 1/16 of the weight's elements: not weight-bound
+    assert packs_in_kernel(ConvSpec(1, 256, 320, (14, 14), (3, 3), padding=1, isa=isa))
+    assert not packs_in_kernel(ConvSpec(1, 64, 64, (14, 14), (3, 3), padding=1, isa=isa))  # packed weight in L2
+    with torch.no_grad():
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tessera")
+        names = record_launches(monkeypatch)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.mul_(-0.5)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.data.mul_(3.0)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model.to(memory_format=torch.channels_last)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
+    convs = [n for n in names if n.startswith("conv")]
+    assert len(convs) == 4 and all(n.startswith(f"conv2d_{isa}_n1_256to320_14x14_k3x3") and n.endswith("_wplain")
+                                   for n in convs)

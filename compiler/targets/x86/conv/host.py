@@ -6,6 +6,8 @@
     Call(pack, (w,), (pw,))                  # the weight packed (under freezing in the step preparing weights)
     Alloc(y, nhwc type)                       # kept between calls, like every kernel's output
     Launch(conv2d_avx512_n1_16to24_9x11_k3x3_p1x1_bias_silu, (x, pw, b, y))
+    // no freezing, weights over L2: Launch(conv2d_avx2_n1_768to3072_1x128_k1x1_bias_wplain, (x, w, b, y)),
+    //     each channel block packed on the kernel's stack (packs_in_kernel)
     // a 1x1 conv at 7x7: Launch(conv2d_avx512_n1_1152to320_1x49_k1x1, (x, pw, y)), its pixels one row (rows.rows_spec)
     // of dynamic sizes: SizedAlloc(y, conv.layout, (x,)), Launch(conv := SizedConv(spec), (x, pw, b, y)) (sized.py)
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
@@ -23,11 +25,16 @@ and its arguments are checked like every kernel's.
 
 from __future__ import annotations
 
+import dataclasses
+
+import torch
+
 from tessera.compiler.library_calls import OneDnnConv
 from tessera.compiler.targets.base import KernelCall
 from tessera.compiler.targets.x86.conv.api import load_conv_as, weight_packer
 from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.sized import SizedConv, SizedWinograd, own_copy
+from tessera.compiler.targets.x86.conv.tiling import packs_in_kernel
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
 from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, winograd_choice
 from tessera.dialects import tsr
@@ -49,7 +56,15 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
     if m is not None:
         conv = WinogradConv(spec, m)
         return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))
-    pack = ((1, weight_packer(spec)),)
     if not is_static(op.input.type.get_shape()):
-        return KernelCall(SizedConv(spec), pack, sized=True)
-    return KernelCall(load_conv_as(spec, rows_spec(spec)), pack)  # a 1x1 conv's pixels in rows of its own
+        return KernelCall(SizedConv(spec), ((1, weight_packer(spec)),), sized=True)
+    if not freezing and packs_in_kernel(spec):
+        spec = dataclasses.replace(spec, packs_weight=True)
+        return KernelCall(load_conv_as(spec, rows_spec(spec)), ((1, plain_weight),))
+    return KernelCall(load_conv_as(spec, rows_spec(spec)), ((1, weight_packer(spec)),))  # a 1x1 conv's pixels in rows of its own
+
+
+def plain_weight(w: torch.Tensor) -> torch.Tensor:
+    """The plain weight a kernel that packs it reads: contiguous ``[C_out, C_in/groups, k...]``
+    (a copy only where the model keeps it in another layout, channels-last)."""
+    return w if w.is_contiguous() else w.contiguous()

@@ -31,9 +31,10 @@ import math
 
 from llvmlite import ir
 
-from tessera.compiler.codegen.irbuild import I64, PTR, counted_loop, gep, i64
+from tessera.compiler.codegen.irbuild import F32, I64, PTR, counted_loop, entry_alloca, gep, i64
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.targets.x86.conv.microkernel import emit_tile, tile_name
+from tessera.compiler.targets.x86.conv.pack_ir import emit_block_pack
 from tessera.compiler.targets.x86.conv.packing import packed_shape
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import Tiling, WTile, choose_tiling
@@ -63,7 +64,7 @@ def buffer_names(spec: ConvSpec) -> list[str]:
 
 def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
     til = choose_tiling(spec)
-    ws = packed_shape(spec, til)
+    ws = (spec.out_channels, spec.cin_g, *spec.kernel) if spec.packs_weight else packed_shape(spec, til)
     xs, os_ = spec.input_shape(), spec.output_shape()
     bufs = [BufferSpec(xs, spec.input_strides(), "float32"), BufferSpec(ws, strides_for(ws, identity(len(ws))), "float32")]
     if spec.bias:
@@ -212,7 +213,7 @@ def conv_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
         cob = b.urem(blk, i64(til.blocks))
         c0 = b.add(b.mul(g, i64(spec.cout_g)), b.mul(cob, i64(til.nr)))
         cin0 = b.mul(g, i64(spec.cin_g))
-        wblk = gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
+        wblk = packed_block(b, blk) if spec.packs_weight else gep(b, ptrs["w"], b.mul(blk, i64(4 * spec.cin_g * til.nr * kvol)))
         x = gep(b, ptrs["x"], b.mul(b.add(b.mul(n, i64(D * H * W * spec.in_channels)),
                                           b.mul(cin0, i64(spec.channel_stride))), i64(4)))
         orow = b.add(b.mul(n, i64(OD * OH * OW * spec.out_channels)),
@@ -234,5 +235,23 @@ def conv_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
         b.position_at_end(done)
 
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if spec.packs_weight:  # one block of the packed weight on the stack, and which block it is
+        stack = entry_alloca(b, F32, kvol * spec.cin_g * til.nr)
+        held = entry_alloca(b, I64, 1)
+        b.store(i64(-1), held)
+
+    def packed_block(b: ir.IRBuilder, blk: ir.Value) -> ir.Value:
+        """The stack's block, packed from the plain weight when the grid reaches another block
+        (blocks outermost: once per block and thread)."""
+        fnc = b.function
+        pack, ready = fnc.append_basic_block("wpack"), fnc.append_basic_block("wpack.ready")
+        b.cbranch(b.icmp_unsigned("!=", b.load(held, typ=I64), blk), pack, ready)
+        b.position_at_end(pack)
+        emit_block_pack(b, spec, til, ptrs["w"], stack, blk)
+        b.store(blk, held)
+        b.branch(ready)
+        b.position_at_end(ready)
+        return stack
+
     target.emit_grid(b, fn, grid(spec, til), depthwise_point if til.depthwise else point)
     return module

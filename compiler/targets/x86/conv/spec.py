@@ -67,6 +67,11 @@ class ConvSpec:
     """How ``out`` (and the residual) are stored: ``channels_last``, or ``contiguous``
     (dense convs only: a tile's channel vectors go through a scratch tile and are
     written one channel row of pixels at a time; a relayout after the conv folded in)."""
+    packs_weight: bool = False
+    """The kernel takes the plain weight ``[C_out, C_in/groups, (kd,) kh, kw]``
+    (contiguous) and packs each channel block on its stack as it reaches the
+    block (dense convs, channel blocks outermost: ``kernel.py``), where a weight
+    packed per call (no ``freezing``) would be written out and read back whole."""
 
     def __post_init__(self) -> None:
         for name in ("batch", "in_channels", "out_channels", "groups"):
@@ -98,6 +103,8 @@ class ConvSpec:
                                       f"got {getattr(self, what)!r}")
         if (self.input_layout, self.output_layout) != ("channels_last",) * 2 and self.depthwise:
             raise InvalidConvSpec("a depthwise conv kernel reads and writes channels-last only (channels are its vector lanes)")
+        if self.packs_weight and self.depthwise:
+            raise InvalidConvSpec("a depthwise conv kernel reads its weight packed (packs_weight is for dense convs)")
         for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.dims("padding"), self.dims("dilation"))):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
@@ -201,4 +208,6 @@ class ConvSpec:
             parts.append("xcontig")
         if self.output_layout != "channels_last":
             parts.append("ycontig")
+        if self.packs_weight:
+            parts.append("wplain")
         return "_".join(parts)

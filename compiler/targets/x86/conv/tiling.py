@@ -61,7 +61,8 @@ class Tiling:
     ci_blocks: int = 1
     rows_outer: bool = False
     """Dense: grid ``(N, OD, OH, blocks)`` (weights small enough for L2: rows share their
-    input across blocks) rather than ``(blocks, N, OD, OH)``. (Depthwise grids are rows alone.)"""
+    input across blocks) rather than ``(blocks, N, OD, OH)``. (Depthwise grids are rows alone;
+    a kernel that packs its weight, ``ConvSpec.packs_weight``, walks blocks outermost.)"""
 
     @property
     def nr(self) -> int:
@@ -111,4 +112,28 @@ def choose_tiling(spec: ConvSpec) -> Tiling:
     cb = cdiv(spec.cin_g, nb) if nb == 1 else cdiv(cdiv(spec.cin_g, nb), 4) * 4
     nb = cdiv(spec.cin_g, cb)
     total = spec.groups * blocks * kvol * spec.cin_g * nv * lanes * 4
-    return Tiling(lanes, nv, mr, tiles, blocks, False, cb, nb, total <= L2_WEIGHT_BYTES)
+    return Tiling(lanes, nv, mr, tiles, blocks, False, cb, nb, total <= L2_WEIGHT_BYTES and not spec.packs_weight)
+
+
+def block_bytes(spec: ConvSpec) -> int:
+    """The bytes of one channel block of a dense conv's packed weight (all taps and input
+    channels of ``nr`` output channels): what a kernel that packs its weight keeps on its stack."""
+    til = choose_tiling(spec)
+    return spec.kernel_volume * spec.cin_g * til.nr * 4
+
+
+def packs_in_kernel(spec: ConvSpec) -> bool:
+    """Whether ``spec``'s kernel packs its weight a block at a time (``ConvSpec.packs_weight``)
+    where the weight is packed on every call: a dense conv whose grid walks channel blocks
+    outermost anyway (packed weights over L2, ``tiling.L2_WEIGHT_BYTES``), each block at
+    most :data:`PACK_STACK_BYTES`. The packing kernel wrote the whole packed weight to
+    memory and the conv read it back; now each block is packed where the conv reads it.
+    Kernel alone with its packing, AVX2, 1 thread (``BENCHMARKS.md``, session 29): a linear
+    of 128 rows 768 -> 768 2.89 -> 2.38 ms (the conv of a weight packed once: 2.23), a 3x3
+    512 -> 512 conv at 7x7 7.34 -> 5.25 ms (4.70)."""
+    return not spec.depthwise and not choose_tiling(spec).rows_outer and block_bytes(spec) <= PACK_STACK_BYTES
+
+
+PACK_STACK_BYTES = 384 * 1024
+"""The most bytes of one packed channel block a conv kernel keeps on its stack (``packs_in_kernel``):
+a 3x3 conv of 512 input channels (295 KB on AVX2, 16 channels a block)."""
