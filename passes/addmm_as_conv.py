@@ -23,7 +23,9 @@ ran 0.93 ms against MKL's 2.17 (``BENCHMARKS.md``, session 17). Rows fewer than
 a classifier's head at batch 1) stay the library's GEMM.
 
 Only an f32 product of a static weight (its rows may be dynamic) whose rows are row-major, whose weight is a
-linear layer's (``w.t()``: stored ``[N, K]``) and whose bias, if any, is one full row.
+linear layer's (``w.t()``: stored ``[N, K]``), or with ``freezing`` a graph argument stored ``[K, N]``
+(GPT-2's ``Conv1D``; the permute to ``[N, K]`` is then a copy, made once with the packing), and whose
+bias, if any, is one full row.
 
 The image has the rows the target's kernel computes best (``own_conv_rows``;
 x86: ``conv/rows.py``, which streams each row's inputs once for every
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i64
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from tessera.dialects import tsr
@@ -68,7 +70,15 @@ def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
     return op.bias if isinstance(op, tsr.AddmmOp) else None
 
 
-def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int) -> bool:
+def _weight_layout_taken(rhs: SSAValue, freezing: bool) -> bool:
+    """A linear layer's weight ``w.t()`` (stored ``[N, K]``: read in place), or with
+    ``freezing`` a ``[K, N]`` weight that is an argument of the graph (GPT-2's ``Conv1D``:
+    ``addmm(b, x, w)``), transposed once in the step that prepares weights."""
+    layout = layout_of(rhs.type)
+    return layout == (1, 0) or (freezing and layout == (0, 1) and isinstance(rhs, BlockArgument))
+
+
+def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int, freezing: bool = False) -> bool:
     bias = _bias(op)
     types = [op.lhs.type, op.rhs.type, op.result.type, *([bias.type] if bias is not None else [])]
     if not all(isinstance(t, TensorType) and t.get_element_type() == f32 for t in types):
@@ -79,7 +89,7 @@ def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int) -> bool:
     rows = m == DYNAMIC or m >= min_rows  # dynamic rows: the sequence or batch of a model served at many sizes
     return (rows and k > 0 and n > 0 and (bias is None or tuple(bias.type.get_shape()) == (n,))
             and layout_of(op.lhs.type) == (0, 1) and layout_of(op.result.type) == (0, 1)
-            and layout_of(op.rhs.type) == (1, 0))
+            and _weight_layout_taken(op.rhs, freezing))
 
 
 @dataclass(frozen=True)
@@ -88,7 +98,7 @@ class _AddmmAsConv(RewritePattern):
 
     def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
         min_rows = MIN_ROWS_FROZEN if self.query.freezing else MIN_ROWS
-        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op, min_rows):
+        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op, min_rows, self.query.freezing):
             return
         (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
         new = []

@@ -87,9 +87,43 @@ def test_what_stays_a_gemm(case):
     assert ops(after, tsr.AddmmOp) and not ops(after, tsr.ConvOp)
 
 
+def test_with_freezing_a_weight_stored_k_by_n_is_transposed_into_the_conv():
+    """GPT-2's ``Conv1D`` (``addmm(b, x, w)``, ``w`` a ``[K, N]`` argument): with freezing the
+    permute to the conv's ``[N, K]`` weight is a copy (made once, with the packing), not a view;
+    a ``[K, N]`` value computed in the graph stays the GEMM (it would be copied on every call)."""
+    from tessera.passes.fuse_kernels import is_view
+
+    frozen = check_pass(parse(linear(w_layout=(0, 1))), PASS[:-1] + " freezing=true}", rtol=1e-5, atol=1e-5)
+    (conv,) = ops(frozen, tsr.ConvOp)
+    transpose = conv.weight.owner.input.owner
+    assert isinstance(transpose, tsr.PermuteOp) and not is_view(transpose) and not ops(frozen, tsr.AddmmOp)
+    b, x, w, y = T([48]), T([128, 32]), T([32, 48], "f32", [0, 1]), T([128, 48])
+    computed = f"""
+func.func @forward(%b: {b}, %x: {x}, %w: {w}) -> {y} {{
+  %w2 = tsr.exp %w : ({w}) -> {w}
+  %y = tsr.addmm %b, %x, %w2 : ({b}, {x}, {w}) -> {y}
+  func.return %y : {y}
+}}"""
+    after = check_pass(parse(computed), PASS[:-1] + " freezing=true}", rtol=1e-5, atol=1e-5)
+    assert ops(after, tsr.AddmmOp) and not ops(after, tsr.ConvOp)
+
+
 def test_without_an_own_conv_kernel_nothing_changes():
     after = check_pass(parse(linear()), 'addmm-as-conv{target=x86 features="+sse4.2"}')
     assert ops(after, tsr.AddmmOp) and not ops(after, tsr.ConvOp)
+
+
+class Conv1DMlp(nn.Module):
+    """GPT-2's MLP: ``Conv1D`` layers, ``addmm(b, x, w)`` with ``w`` stored ``[K, N]``."""
+
+    def __init__(self, dim: int = 48):
+        super().__init__()
+        self.w1, self.b1 = nn.Parameter(torch.randn(dim, 2 * dim) / 7), nn.Parameter(torch.randn(2 * dim))
+        self.w2, self.b2 = nn.Parameter(torch.randn(2 * dim, dim) / 10), nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        h = torch.addmm(self.b1, x.reshape(-1, x.shape[-1]), self.w1)
+        return torch.addmm(self.b2, nn.functional.gelu(h), self.w2).reshape(x.shape)
 
 
 class ConvNeXtBlock(nn.Module):
@@ -134,6 +168,26 @@ def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
         conv_kernels.append(report.conv_kernels)
     if host_isa() is not None:  # a CPU with tessera's conv kernel: each of the two linears is one of its convs
         assert conv_kernels[0] - conv_kernels[1] == 2, conv_kernels
+
+
+@pytest.mark.parametrize("freezing", [False, True])
+def test_conv1d_linears_run_as_convs_with_freezing(freezing):
+    """GPT-2's ``Conv1D`` MLP matches eager; with freezing each of its ``[K, N]`` weights is
+    transposed once and both products run on the conv kernel, without it they stay GEMMs."""
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    torch.manual_seed(0)
+    model, x = Conv1DMlp().eval(), torch.randn(2, 64, 48)
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        compiled = torch.compile(model, backend="tessera", options={"strict": True, "freezing": freezing})
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model.w1.mul_(-1.0)  # a new version: transposed and packed again
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (report,) = reports
+    if host_isa() is not None:
+        assert report.conv_kernels == (2 if freezing else 0), report.summary()
 
 
 def test_dynamic_rows_run_as_a_conv_of_every_size():

@@ -171,6 +171,22 @@ def _gpt2():
     return _Hidden(GPT2LMHeadModel(cfg), "logits"), _tokens(128)
 
 
+def _bert_base():
+    """BERT-base (12 layers, hidden 768) at sequence 128, batch 1: the issue's realistic config."""
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return _Hidden(BertModel(cfg, add_pooling_layer=False)), (torch.randint(0, cfg.vocab_size, (1, 128)),)
+
+
+def _gpt2_small():
+    """GPT-2 small (12 layers, hidden 768) at sequence 128, batch 1: its last hidden state."""
+    from transformers import GPT2Config, GPT2Model
+
+    cfg = GPT2Config()
+    return _Hidden(GPT2Model(cfg)), (torch.randint(0, cfg.vocab_size, (1, 128)),)
+
+
 def _llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -201,5 +217,7 @@ MODELS = [
     ZooModel("bert_tiny", _bert, "transformers", training=True),
     ZooModel("gpt2_tiny", _gpt2, "transformers"),
     ZooModel("llama_tiny", _llama, "transformers", training=True),
+    ZooModel("bert_base", _bert_base, "transformers", slow=True),
+    ZooModel("gpt2_small", _gpt2_small, "transformers", slow=True),
 ]
 ZOO = {m.name: m for m in MODELS}
