@@ -523,3 +523,25 @@ def test_without_freezing_a_large_weight_is_packed_inside_the_conv_and_every_wri
     convs = [n for n in names if n.startswith("conv")]
     assert len(convs) == 4 and all(n.startswith(f"conv2d_{isa}_n1_256to320_14x14_k3x3") and n.endswith("_wplain")
                                    for n in convs)
+
+
+def test_without_freezing_a_large_weight_of_dynamic_sizes_is_packed_inside_each_sizes_conv(monkeypatch):
+    """``dynamic=True`` without freezing: the conv of each size is the kernel that packs its
+    weight (at static sizes the same), equal to eager at every size; no packing step."""
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    isa = host_isa()
+    if isa is None:
+        pytest.skip("this CPU runs no conv kernel path")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(256, 320, 3, padding=1, stride=2), torch.nn.ReLU()).eval()
+    with torch.no_grad():
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="tessera", dynamic=True)
+        names = record_launches(monkeypatch)
+        for size in (9, 14, 9):
+            x = torch.randn(1, 256, size, size).contiguous(memory_format=torch.channels_last)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
+    assert [n for n in names if n.startswith("conv")] == [
+        f"conv2d_{isa}_n1_256to320_{s}x{s}_k3x3_s2x2_p1x1_bias_relu_wplain" for s in (9, 14, 9)]

@@ -7,7 +7,7 @@ records the answer on the op) and by the passes that shape convs for the kernel.
     kernel_isa(conv, None)            # this host's widest path, or None (no AVX2 and FMA)
     kernel_isa(bf16_conv, None)       # None: the library (oneDNN) computes it
     kernel_isa(conv_512x512_7x7, None, freezing=False)   # "avx512": the kernel packs its weight block by block
-    kernel_isa(conv_512x512_7x7_of_dynamic_sizes, None, freezing=False)   # None: weight-bound, the library's call
+    kernel_isa(conv_512x512_of_dynamic_sizes, None, freezing=False)   # "avx512": likewise, a kernel per size
     kernel_isa(conv_of_dynamic_sizes, None)         # as for its channels and kernel: a kernel per size
     kernel_isa(conv3x3_64x64_56x56, None, freezing=True)   # "avx512:winograd4": Winograd F(4x4, 3x3)
     kernel_isa(conv3x3_64x64_of_dynamic_sizes, None, freezing=True)   # "avx512:winograd": m per size
@@ -163,17 +163,14 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
 
 
 def _packs_in_kernel(op: tsr.ConvOp, isa: str) -> bool:
-    """A conv of static sizes whose kernel packs its weight block by block where it is packed
-    per call (``tiling.packs_in_kernel``: packed weights over L2). Such a weight costs the
+    """A conv whose kernel packs its weight block by block where it is packed per call
+    (``tiling.packs_in_kernel``: packed weights over L2, which no size changes; of dynamic
+    sizes, each size's kernel, ``conv/sized.py``). Such a weight costs the
     library as much: oneDNN reorders it on every call, ATen's NCHW call reads it whole.
     Kernel with its packing against both, AVX2, 1 thread (``BENCHMARKS.md``, session 29):
     3x3 512 -> 512 at 7x7 4.70 ms against 7.22 (ATen NCHW) and 10.63 (oneDNN channels-last),
     1x1 2048 -> 512 at 7x7 1.96 against 2.16-2.38, 3x3 256 -> 256 at 14x14 3.67 against
     5.03-5.77, a linear of 128 rows 3072 -> 768 9.05 against MKL's 9.81."""
-    from tessera.dialects.tsr.shapes import is_static
-
-    if not is_static(op.input.type.get_shape()):
-        return False
     try:
         return packs_in_kernel(conv_spec(op, isa))
     except InvalidConvSpec:  # a conv the kernel does not take in these layouts (depthwise, NCHW)
@@ -184,8 +181,8 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     """The vector path on which tessera's kernel computes ``op`` for ``features``
     (``None``: this host's), or None where the library should. Without
     ``freezing`` its weight is packed on every call: where the kernel packs it
-    block by block (:func:`_packs_in_kernel`) the kernel computes the conv whatever
-    the class; another weight-bound conv (``weight_bound``) goes to the library,
+    block by block (:func:`_packs_in_kernel`, at static or dynamic sizes) the kernel
+    computes the conv whatever the class; another weight-bound conv (``weight_bound``) goes to the library,
     which reads the plain weight; of
     dynamic sizes, one Winograd takes per size runs on the library at the sizes
     it does not take (``conv/sized.py``), which decides that per call."""

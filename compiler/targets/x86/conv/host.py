@@ -56,12 +56,14 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
     if m is not None:
         conv = WinogradConv(spec, m)
         return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))
-    if not is_static(op.input.type.get_shape()):
-        return KernelCall(SizedConv(spec), ((1, weight_packer(spec)),), sized=True)
-    if not freezing and packs_in_kernel(spec):
+    if not freezing and packs_in_kernel(spec):  # the plain weight, packed by the kernel a block at a time
         spec = dataclasses.replace(spec, packs_weight=True)
-        return KernelCall(load_conv_as(spec, rows_spec(spec)), ((1, plain_weight),))
-    return KernelCall(load_conv_as(spec, rows_spec(spec)), ((1, weight_packer(spec)),))  # a 1x1 conv's pixels in rows of its own
+        prepare: tuple = ((1, plain_weight),)
+    else:
+        prepare = ((1, weight_packer(spec)),)
+    if not is_static(op.input.type.get_shape()):
+        return KernelCall(SizedConv(spec), prepare, sized=True)
+    return KernelCall(load_conv_as(spec, rows_spec(spec)), prepare)  # a 1x1 conv's pixels in rows of its own
 
 
 def plain_weight(w: torch.Tensor) -> torch.Tensor:
