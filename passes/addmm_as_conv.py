@@ -23,9 +23,9 @@ ran 0.93 ms against MKL's 2.17 (``BENCHMARKS.md``, session 17). Rows fewer than
 a classifier's head at batch 1) stay the library's GEMM.
 
 Only an f32 product of a static weight (its rows may be dynamic) whose rows are row-major, whose weight is a
-linear layer's (``w.t()``: stored ``[N, K]``), or with ``freezing`` a graph argument stored ``[K, N]``
-(GPT-2's ``Conv1D``; the permute to ``[N, K]`` is then a copy, made once with the packing), and whose
-bias, if any, is one full row.
+linear layer's (``w.t()``: stored ``[N, K]``), or a graph argument stored ``[K, N]`` (GPT-2's
+``Conv1D``; with ``freezing`` the permute to ``[N, K]`` is a copy made once with the packing, without
+it the weight is a ``dhwio`` view that the kernel packs itself), and whose bias, if any, is one full row.
 
 The image has the rows the target's kernel computes best (``own_conv_rows``;
 x86: ``conv/rows.py``, which streams each row's inputs once for every
@@ -57,7 +57,7 @@ MIN_ROWS_FROZEN = 8
 2.3-2.9x faster than MKL's packed GEMM; at 1 row (a GEMV) MKL's was faster (0.105
 against 0.142 ms)."""
 
-_NCHW, _NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
+_NCHW, _NHWC, _DHWIO = (0, 1, 2, 3), (0, 2, 3, 1), (2, 3, 1, 0)
 _CONV_PROPS = {"stride": i64_array([1, 1]), "padding": i64_array([0, 0]), "dilation": i64_array([1, 1]),
                "groups": IntegerAttr(1, i64)}
 
@@ -71,11 +71,13 @@ def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
 
 
 def _weight_layout_taken(rhs: SSAValue, freezing: bool) -> bool:
-    """A linear layer's weight ``w.t()`` (stored ``[N, K]``: read in place), or with
-    ``freezing`` a ``[K, N]`` weight that is an argument of the graph (GPT-2's ``Conv1D``:
-    ``addmm(b, x, w)``), transposed once in the step that prepares weights."""
+    """A linear layer's weight ``w.t()`` (stored ``[N, K]``: read in place), or a ``[K, N]``
+    weight that is an argument of the graph (GPT-2's ``Conv1D``: ``addmm(b, x, w)``): with
+    ``freezing`` transposed once in the step that prepares weights, without it the conv's
+    weight as views of it, output channels innermost, which the target's kernel takes only
+    where it reads such a weight in place (x86: where it packs its weight itself)."""
     layout = layout_of(rhs.type)
-    return layout == (1, 0) or (freezing and layout == (0, 1) and isinstance(rhs, BlockArgument))
+    return layout == (1, 0) or (layout == (0, 1) and isinstance(rhs, BlockArgument))
 
 
 def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int, freezing: bool = False) -> bool:
@@ -111,8 +113,12 @@ class _AddmmAsConv(RewritePattern):
         sizes = [add(tsr.DimOp(op.lhs, 0))] if m == DYNAMIC else []
         x4 = add(tsr.ReshapeOp.create(operands=[op.lhs, *sizes], result_types=[_typed([1, h, w, k], _NCHW)]))
         xc = add(_permute(x4, (0, 3, 1, 2), _typed([1, k, h, w], _NHWC)))
-        w2 = add(_permute(op.rhs, (1, 0), _typed([n, k], (0, 1))))
-        w4 = add(tsr.ReshapeOp.create(operands=[w2], result_types=[_typed([n, k, 1, 1], _NCHW)]))
+        if layout_of(op.rhs.type) == (1, 0) or self.query.freezing:  # w.t() read in place, or [K, N] copied once
+            w2 = add(_permute(op.rhs, (1, 0), _typed([n, k], (0, 1))))
+            w4 = add(tsr.ReshapeOp.create(operands=[w2], result_types=[_typed([n, k, 1, 1], _NCHW)]))
+        else:  # [K, N] on every call: views of it, output channels innermost (``dhwio``)
+            w2 = add(_permute(op.rhs, (1, 0), _typed([n, k], (1, 0))))
+            w4 = add(tsr.ReshapeOp.create(operands=[w2], result_types=[_typed([n, k, 1, 1], _DHWIO)]))
         conv = own_kernel_conv(self.query, xc, w4, _bias(op), None, _typed([1, n, h, w], _NHWC), dict(_CONV_PROPS))
         if conv is None:
             for o in reversed(new):

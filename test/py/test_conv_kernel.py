@@ -486,6 +486,28 @@ def test_a_kernel_that_packs_its_weight_matches_eager(isa, n, cin, cout, size, k
         torch.testing.assert_close(out, want, rtol=0, atol=1e-4 * want.abs().max().item())
 
 
+@pytest.mark.parametrize("isa", CONV_ISAS)
+@pytest.mark.parametrize("cin, cout, kernel, groups", [(40, 65, (1, 1), 1), (24, 40, (3, 3), 1), (12, 18, (3, 3), 3)])
+def test_a_kernel_reads_a_weight_stored_output_channels_innermost(isa, cin, cout, kernel, groups):
+    """``weight_layout="dhwio"``: the plain weight stored ``[kh, kw, C_in/groups, C_out]`` (a
+    linear's ``[K, N]`` as a 1x1 conv's), each block copied out of it, the last one partial."""
+    import dataclasses
+
+    runnable(isa)
+    x = channels_last(torch.randn(2, cin, 7, 9, generator=GEN))
+    w = torch.randn(cout, cin // groups, *kernel, generator=GEN)
+    dhwio = w.permute(2, 3, 1, 0).contiguous().permute(3, 2, 0, 1)  # same values, output channels innermost
+    spec = dataclasses.replace(spec_for(x, w.shape, padding=kernel[0] // 2, groups=groups, isa=isa),
+                               packs_weight=True, weight_layout="dhwio")
+    assert spec.kernel_name.endswith("_wdhwio") and spec.weight_strides() == dhwio.stride()
+    want = F.conv2d(x, w, padding=kernel[0] // 2, groups=groups)
+    out = torch.full(spec.output_shape(), float("nan")).contiguous(memory_format=torch.channels_last)
+    load_conv(spec).launch(x, dhwio, out, chunks=2)
+    torch.testing.assert_close(out, want, rtol=0, atol=1e-4 * want.abs().max().item())
+    with pytest.raises(InvalidConvSpec, match="weight_layout"):
+        dataclasses.replace(spec, packs_weight=False)
+
+
 def test_only_a_dense_kernel_packs_its_weight():
     with pytest.raises(InvalidConvSpec, match="depthwise"):
         ConvSpec(1, 16, 16, (8, 8), (3, 3), groups=16, packs_weight=True, isa="avx2")

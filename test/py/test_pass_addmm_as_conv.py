@@ -170,6 +170,20 @@ def test_compiled_linears_run_as_convs_and_match_eager(model, x, freezing):
         assert conv_kernels[0] - conv_kernels[1] == 2, conv_kernels
 
 
+def test_without_freezing_a_large_weight_stored_k_by_n_is_read_in_place():
+    """Without freezing a ``[K, N]`` argument becomes the conv's weight through views, output
+    channels innermost (``dhwio``), where the kernel packs such a weight itself (one over L2);
+    a small one stays the GEMM (its packing would be a transposing copy on every call)."""
+    from tessera.compiler.targets.x86.conv_choice import weight_layout
+    from tessera.passes.fuse_kernels import is_view
+
+    after = check_pass(parse(linear(k=512, n=640, w_layout=(0, 1))), PASS, rtol=1e-4, atol=1e-4)
+    (conv,) = ops(after, tsr.ConvOp)
+    reshape = conv.weight.owner
+    assert weight_layout(conv.weight) == "dhwio" and is_view(reshape) and is_view(reshape.input.owner)
+    assert not ops(after, tsr.AddmmOp)
+
+
 @pytest.mark.parametrize("freezing", [False, True])
 def test_conv1d_linears_run_as_convs_with_freezing(freezing):
     """GPT-2's ``Conv1D`` MLP matches eager; with freezing each of its ``[K, N]`` weights is
@@ -188,6 +202,25 @@ def test_conv1d_linears_run_as_convs_with_freezing(freezing):
     (report,) = reports
     if host_isa() is not None:
         assert report.conv_kernels == (2 if freezing else 0), report.summary()
+
+
+def test_large_conv1d_linears_without_freezing_run_on_kernels_reading_their_weights():
+    """GPT-2 small's MLP shape without freezing: both ``[K, N]`` weights (2.4 MB) are read in
+    place by kernels that pack them (``_wdhwio``); eager's result, also after a write through
+    ``.data`` that no version counter records."""
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+
+    torch.manual_seed(0)
+    model, x = Conv1DMlp(768).eval(), torch.randn(1, 64, 768)
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        compiled = torch.compile(model, backend="tessera", options={"strict": True})
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model.w2.data.mul_(-2.0)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    (report,) = reports
+    if host_isa() is not None:
+        assert report.conv_kernels == 2, report.summary()
 
 
 def test_dynamic_rows_run_as_a_conv_of_every_size():

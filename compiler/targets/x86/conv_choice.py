@@ -32,7 +32,7 @@ from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable, InvalidConvSpec
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
-from .conv.spec import ConvSpec
+from .conv.spec import ConvSpec, outputs_last
 from .conv.tiling import packs_in_kernel
 from .conv.winograd_spec import WinogradSpec, winograd_fits
 from .conv_kernel_model import prefers_tessera, prefers_winograd, prefers_winograd_per_call
@@ -65,6 +65,16 @@ def kernel_layout(v: SSAValue) -> str | None:
     rank = len(shape_of(v.type))
     layout = layout_of(v.type)
     return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
+
+
+def weight_layout(v: SSAValue) -> str | None:
+    """How a kernel that packs its weight would read ``v`` (``ConvSpec.weight_layout``):
+    ``contiguous``, ``dhwio`` (output channels innermost), or ``None`` (a copy first)."""
+    from tessera.dialects.tsr.layout import identity, layout_of
+    from tessera.dialects.tsr.shapes import shape_of
+
+    rank, layout = len(shape_of(v.type)), layout_of(v.type)
+    return "contiguous" if layout == identity(rank) else "dhwio" if layout == outputs_last(rank) else None
 
 
 WINOGRAD = ":winograd"
@@ -198,6 +208,8 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
     if isa is None:
         return None
     m = winograd_m(op, isa, freezing)
+    if not freezing and weight_layout(op.weight) == "dhwio":  # a linear's [K, N] weight: read in place, or the library
+        return isa if _packs_in_kernel(op, isa) else None
     if m == PER_SIZE:
         return f"{isa}{WINOGRAD}"
     if not freezing and _packs_in_kernel(op, isa):

@@ -64,9 +64,13 @@ def buffer_names(spec: ConvSpec) -> list[str]:
 
 def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
     til = choose_tiling(spec)
-    ws = (spec.out_channels, spec.cin_g, *spec.kernel) if spec.packs_weight else packed_shape(spec, til)
+    if spec.packs_weight:
+        wbuf = BufferSpec(spec.weight_shape(), spec.weight_strides(), "float32")
+    else:
+        ws = packed_shape(spec, til)
+        wbuf = BufferSpec(ws, strides_for(ws, identity(len(ws))), "float32")
     xs, os_ = spec.input_shape(), spec.output_shape()
-    bufs = [BufferSpec(xs, spec.input_strides(), "float32"), BufferSpec(ws, strides_for(ws, identity(len(ws))), "float32")]
+    bufs = [BufferSpec(xs, spec.input_strides(), "float32"), wbuf]
     if spec.bias:
         bufs.append(BufferSpec((spec.out_channels,), (1,), "float32"))
     if spec.residual:

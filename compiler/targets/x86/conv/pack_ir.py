@@ -67,10 +67,22 @@ def emit_block_pack(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value,
     b.cbranch(b.icmp_signed("==", nvalid, i64(nr)), whole, part)
 
     b.position_at_end(whole)
-    _transpose_rows(b, spec, til, src, dst, row)
+    if spec.weight_layout == "dhwio":
+        _copy_rows(b, spec, til, src, dst, row)
+    else:
+        _transpose_rows(b, spec, til, src, dst, row)
     b.branch(done)
 
     b.position_at_end(part)
+    if spec.weight_layout == "dhwio":  # per (tap, ci): the block's channels are adjacent
+        def point(b: ir.IRBuilder, f: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+            gather_block(b, src, dst, b.add(b.mul(f, i64(spec.out_channels)), row), 1, b.mul(f, i64(nr)), til, nvalid)
+            return []
+
+        counted_loop(b, taps * cin_g, [], point, "pack.point")
+        b.branch(done)
+        b.position_at_end(done)
+        return
 
     def channel(b: ir.IRBuilder, ci: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
         def tap(b: ir.IRBuilder, t: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
@@ -84,6 +96,21 @@ def emit_block_pack(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value,
     counted_loop(b, cin_g, [], channel, "pack.ci")
     b.branch(done)
     b.position_at_end(done)
+
+
+def _copy_rows(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, row: ir.Value) -> None:
+    """A whole block from a weight stored ``dhwio``: per ``(tap, ci)`` its ``nr`` channels
+    are adjacent (``row`` the first), copied as ``nv`` vectors."""
+    f32s = vec(F32, til.lanes)
+
+    def point(b: ir.IRBuilder, f: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+        at = b.add(b.mul(f, i64(spec.out_channels)), row)
+        for v in range(til.nv):
+            x = b.load(gep(b, src, b.mul(b.add(at, i64(v * til.lanes)), i64(4))), typ=f32s, align=4)
+            b.store(x, gep(b, dst, b.mul(b.add(b.mul(f, i64(til.nr)), i64(v * til.lanes)), i64(4))), align=4 * til.lanes)
+        return []
+
+    counted_loop(b, spec.kernel_volume * spec.cin_g, [], point, "wpack.copy")
 
 
 def transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:

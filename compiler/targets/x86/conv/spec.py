@@ -25,6 +25,16 @@ from tessera.compiler.targets.x86.conv.isa import get_conv_isa
 from tessera.dialects.conv_sizes import conv_output_size
 from tessera.dialects.dim_orders import channels_last, identity, strides_for
 
+
+def outputs_last(rank: int) -> tuple[int, ...]:
+    """The dim order of a weight ``[C_out, C_in/groups, (kd,) kh, kw]`` stored ``[(kd,) kh, kw,
+    C_in/groups, C_out]`` (``DHWIO``): output channels innermost, as a linear's ``[K, N]`` weight."""
+    return (*range(2, rank), 1, 0)
+
+
+WEIGHT_LAYOUTS = {"contiguous": identity, "dhwio": outputs_last}
+"""How a kernel that packs its weight (``ConvSpec.packs_weight``) may find it stored."""
+
 ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "gelu_tanh")
 LAYOUTS = {"channels_last": channels_last, "contiguous": identity}
 """How the kernel's input and output may be stored, and each one's dim order (``tsr.layout``)."""
@@ -72,6 +82,9 @@ class ConvSpec:
     (contiguous) and packs each channel block on its stack as it reaches the
     block (dense convs, channel blocks outermost: ``kernel.py``), where a weight
     packed per call (no ``freezing``) would be written out and read back whole."""
+    weight_layout: str = "contiguous"
+    """How such a plain weight is stored (:data:`WEIGHT_LAYOUTS`): ``contiguous`` (OIHW), or
+    ``dhwio``, output channels innermost (GPT-2's ``Conv1D`` weight ``[K, N]`` as a 1x1 conv's)."""
 
     def __post_init__(self) -> None:
         for name in ("batch", "in_channels", "out_channels", "groups"):
@@ -105,6 +118,9 @@ class ConvSpec:
             raise InvalidConvSpec("a depthwise conv kernel reads and writes channels-last only (channels are its vector lanes)")
         if self.packs_weight and self.depthwise:
             raise InvalidConvSpec("a depthwise conv kernel reads its weight packed (packs_weight is for dense convs)")
+        if self.weight_layout not in WEIGHT_LAYOUTS or (self.weight_layout != "contiguous" and not self.packs_weight):
+            raise InvalidConvSpec(f"conv kernel weight_layout must be one of {', '.join(WEIGHT_LAYOUTS)}, and other "
+                                  f"than contiguous only where the kernel packs its weight; got {self.weight_layout!r}")
         for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.dims("padding"), self.dims("dilation"))):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
@@ -184,6 +200,14 @@ class ConvSpec:
         """2 x multiply-adds of the convolution (the epilogue not counted)."""
         return 2 * self.batch * self.out_channels * math.prod(self.output_size) * self.cin_g * math.prod(self.kernel)
 
+    def weight_shape(self) -> tuple[int, ...]:
+        return (self.out_channels, self.cin_g, *self.kernel)
+
+    def weight_strides(self) -> tuple[int, ...]:
+        """Element strides of a plain weight stored ``weight_layout``."""
+        shape = self.weight_shape()
+        return strides_for(shape, WEIGHT_LAYOUTS[self.weight_layout](len(shape)))
+
     def input_shape(self) -> tuple[int, ...]:
         return (self.batch, self.in_channels, *self.input_size)
 
@@ -209,5 +233,5 @@ class ConvSpec:
         if self.output_layout != "channels_last":
             parts.append("ycontig")
         if self.packs_weight:
-            parts.append("wplain")
+            parts.append("wplain" if self.weight_layout == "contiguous" else f"w{self.weight_layout}")
         return "_".join(parts)
