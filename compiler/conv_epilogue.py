@@ -21,7 +21,12 @@ def _identity(y: torch.Tensor) -> torch.Tensor:
     return y
 
 
-CONV_ACTIVATION_FNS = {None: _identity, "relu": torch.relu, "relu6": F.relu6, "silu": F.silu}
+def gelu_tanh(y: torch.Tensor) -> torch.Tensor:
+    return F.gelu(y, approximate="tanh")
+
+
+CONV_ACTIVATION_FNS = {None: _identity, "relu": torch.relu, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu,
+                       "gelu_tanh": gelu_tanh}
 
 
 @dataclass(frozen=True)
