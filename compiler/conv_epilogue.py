@@ -21,12 +21,7 @@ def _identity(y: torch.Tensor) -> torch.Tensor:
     return y
 
 
-def gelu_tanh(y: torch.Tensor) -> torch.Tensor:
-    return F.gelu(y, approximate="tanh")
-
-
-CONV_ACTIVATION_FNS = {None: _identity, "relu": torch.relu, "relu6": F.relu6, "silu": F.silu, "gelu": F.gelu,
-                       "gelu_tanh": gelu_tanh}
+CONV_ACTIVATION_FNS = {None: _identity, "relu": torch.relu, "relu6": F.relu6, "silu": F.silu}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from tessera.dialects.conv_sizes import conv_output_size
 from tessera.passes.target_models import outweighs, weight_bound
 
-from .conv_epilogue import ConvEpilogue, gelu_tanh
+from .conv_epilogue import ConvEpilogue
 from .weight_cache import PackedWeight
 
 REFERENCE_CPU = types.SimpleNamespace(device=torch.device("cpu"))
@@ -46,7 +46,7 @@ def _relu6_(y: torch.Tensor) -> torch.Tensor:
     return y.clamp_(0.0, 6.0)
 
 
-IN_PLACE_ACTIVATIONS = {"relu": torch.relu_, "relu6": _relu6_, "silu": F.silu, "gelu": F.gelu, "gelu_tanh": gelu_tanh}
+IN_PLACE_ACTIVATIONS = {"relu": torch.relu_, "relu6": _relu6_, "silu": F.silu}
 """The activations applied to a library conv's result after the call (NaN stays NaN)."""
 
 

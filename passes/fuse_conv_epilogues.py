@@ -13,9 +13,7 @@ ReLU6 arrives as a clamp, ``minimum(maximum(y, 0.0), 6.0)``, and becomes
 selects). Runs in the fusion step, after the layout passes and ``fuse-conv-residuals``
 (the activation applies after the residual add). An activation commutes with
 a relayout, so ``relu(relayout(conv))`` becomes ``relayout(conv {activation =
-"relu"})``: the relayout stays a kernel of its own either way; and with the views
-between a linear made a conv (``addmm-as-conv``) and its GELU (erf or tanh), which
-read the activated conv instead.
+"relu"})``: the relayout stays a kernel of its own either way.
 """
 
 from __future__ import annotations
@@ -31,8 +29,6 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tessera.dialects import tsr
 
 ACTIVATION_OPS: dict[type[Operation], str] = {tsr.ReluOp: "relu", tsr.SiluOp: "silu"}
-_VIEWS = (tsr.ReshapeOp, tsr.PermuteOp, tsr.RelayoutOp)
-"""Ops an activation commutes with (they move elements, compute none)."""
 
 
 def _scalar(v: SSAValue) -> float | None:
@@ -47,9 +43,6 @@ def _activation(op: Operation) -> tuple[str | None, SSAValue | None, Operation |
     name = ACTIVATION_OPS.get(type(op))
     if name is not None:
         return name, op.operands[0], None
-    if isinstance(op, tsr.GeluOp):
-        tanh = op.approximate is not None and op.approximate.data == "tanh"
-        return ("gelu_tanh" if tanh else "gelu"), op.operands[0], None
     if isinstance(op, tsr.MinimumOp) and _scalar(op.operands[1]) == 6.0:
         low = op.operands[0].owner
         if isinstance(low, tsr.MaximumOp) and _scalar(low.operands[1]) == 0.0 and low.results[0].has_one_use():
@@ -74,8 +67,6 @@ class FuseConvActivation(RewritePattern):
         name, x, clamp = _activation(op)
         if name is None:
             return
-        if _through_views(op, name, x, clamp, rewriter):
-            return
         between = x.owner
         relayout = between if isinstance(between, tsr.RelayoutOp) and between.result.has_one_use() else None
         y = relayout.input if relayout is not None else x
@@ -87,30 +78,6 @@ class FuseConvActivation(RewritePattern):
         fused = tsr.ConvOp.with_epilogue(conv.input, conv.weight, conv.bias, conv.residual_input, conv.result.type,
                                  {**conv.properties, "activation": StringAttr(name)})
         replace_by_conv(rewriter, op, fused, [d for d in (clamp, relayout, conv) if d is not None])
-
-
-def _through_views(op: Operation, name: str, x: SSAValue, clamp: Operation | None, rewriter: PatternRewriter) -> bool:
-    """``act(view(...view(conv)))``, each value read once: the conv takes the activation
-    and the views read its result, ``act`` goes (a linear's GELU after ``addmm-as-conv``:
-    conv -> permute -> reshape -> gelu). Whether it rewrote."""
-    views: list[Operation] = []
-    v = x
-    while isinstance(v.owner, _VIEWS) and v.has_one_use():
-        views.append(v.owner)
-        v = v.owner.input
-    conv = v.owner
-    if (not views or not isinstance(conv, tsr.ConvOp) or conv.activation is not None or not conv.result.has_one_use()
-            or not x.has_one_use() or op.results[0].type != x.type
-            or x.type.get_element_type() != conv.result.type.get_element_type()):
-        return False
-    fused = tsr.ConvOp.with_epilogue(conv.input, conv.weight, conv.bias, conv.residual_input, conv.result.type,
-                                     {**conv.properties, "activation": StringAttr(name)})
-    fused.result.name_hint = conv.result.name_hint
-    rewriter.replace(conv, fused)
-    rewriter.replace(op, [], [x])
-    if clamp is not None:
-        rewriter.erase(clamp)
-    return True
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ from .shapes import (
 F64Array = DenseArrayBase.constr(f64)
 
 
-CONV_ACTIVATIONS = ("relu", "relu6", "silu", "gelu", "gelu_tanh")
+CONV_ACTIVATIONS = ("relu", "relu6", "silu")
 """The activations a ``tsr.conv`` may apply to its result."""
 
 

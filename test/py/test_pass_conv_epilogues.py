@@ -66,28 +66,6 @@ func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {tensor_type(Y
     assert ops(after, tsr.MulOp) and ops(after, tsr.SubOp)
 
 
-@pytest.mark.parametrize("approximate, name", [("none", "gelu"), ("tanh", "gelu_tanh")])
-def test_a_gelu_after_views_of_a_conv_becomes_the_convs(approximate, name):
-    """A linear made a conv, then its GELU: ``gelu(reshape(permute(conv)))`` becomes the
-    views of ``conv {activation = "gelu"}``; a conv whose result is read twice keeps its GELU."""
-    flat, rows = tensor_type([1, 4, 4, 5]), tensor_type([16, 5])
-    text = f"""
-func.func @forward(%x: {tensor_type(X)}, %w: {tensor_type(W)}) -> {rows} {{
-  %y = tsr.conv %x, %w {CONV}
-  %p = tsr.permute %y {{dims = array<i64: 0, 2, 3, 1>}} : ({tensor_type(Y)}) -> {flat}
-  %r = tsr.reshape %p : ({flat}) -> {rows}
-  %a = tsr.gelu %r {{approximate = "{approximate}"}} : ({rows}) -> {rows}
-  func.return %a : {rows}
-}}"""
-    after = check_pass(parse(text), "fuse-conv-epilogues", rtol=1e-5, atol=1e-5)
-    (conv,) = ops(after, tsr.ConvOp)
-    assert conv.activation_name() == name and not ops(after, tsr.GeluOp) and ops(after, tsr.PermuteOp)
-    twice = text.replace(f"-> {rows} {{\n", f"-> ({rows}, {flat}) {{\n").replace(
-        f"func.return %a : {rows}", f"func.return %a, %p : {rows}, {flat}")
-    after = check_pass(parse(twice), "fuse-conv-epilogues")
-    assert ops(after, tsr.GeluOp) and ops(after, tsr.ConvOp)[0].activation_name() is None
-
-
 @pytest.mark.parametrize("act", ["relu", "silu"])
 def test_activation_becomes_the_convs(act):
     text = f"""

@@ -7,8 +7,10 @@ torch's order: ``conv(x, w, bias) + residual``); ReLU and ReLU6 are vector
 selects (NaN stays NaN, like ``torch.relu`` and ``F.relu6``), and SiLU is
 computed on the accumulator vectors too (``expand_math.silu``: 20 vector ops,
 1.63 ulp at most; EfficientNet's 16 -> 96 1x1 conv at 112x112, AVX2: SiLU 1.27 ->
-0.47 ms of the launch, BENCHMARKS.md session 24), and so is GELU, with the inline
-f32 expansions of ``expand_math`` (``erf``, ``tanh``; no libm call):
+0.47 ms of the launch, BENCHMARKS.md session 24). GELU uses the inline f32
+expansions of ``expand_math`` (``erf``, ``tanh``) in a scalar loop
+over the freshly stored tile, which LLVM's loop vectorizer widens to the
+target's vectors (no libm call):
 
     silu(x)      = x / (1 + exp(-x))            (the exp of expand_math.silu: one 2^n factor, no NaN select)
     gelu(x)      = 0.5 x (1 + erf(x / sqrt 2))
@@ -39,7 +41,7 @@ def clamp(b: ir.IRBuilder, x: ir.Value, lo: ir.Value, hi: ir.Value | None) -> ir
 
 def activate(b: ir.IRBuilder, x: ir.Value, activation: str) -> ir.Value:
     """``activation(x)`` of one f32 (see the module docstring), or of each lane of a
-    vector of them."""
+    vector for ReLU, ReLU6 and SiLU (GELU's ``erf`` and ``tanh`` take scalars)."""
 
     def c(v: float) -> ir.Constant:
         return expand_math.like(x, v)
@@ -85,9 +87,11 @@ def store_tile(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value
             if spec.activation in ("relu", "relu6"):
                 six = ir.Constant(value.type, [6.0] * lanes) if spec.activation == "relu6" else None
                 value = clamp(b, value, ir.Constant(value.type, None), six)
-            elif spec.activation != "none":
-                value = activate(b, value, spec.activation)
+            elif spec.activation == "silu":
+                value = activate(b, value, "silu")
             store_vec(b, value, gep(b, out, off), valid(v))
+    if spec.activation in ("gelu", "gelu_tanh"):
+        _activation_loop(b, spec, out, len(accs), nvalid, pixel_bytes)
 
 
 def _store_transposed(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value]], out: ir.Value,
@@ -132,3 +136,18 @@ def store_raw(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value]
     for p, row in enumerate(accs):
         for v, acc in enumerate(row):
             store_vec(b, acc, gep(b, out, p * 4 * spec.out_channels + 4 * v * lanes), min(lanes, nvalid - v * lanes))
+
+
+def _activation_loop(b: ir.IRBuilder, spec: ConvSpec, out: ir.Value, pixels: int, nvalid: int, pixel_bytes: int) -> None:
+    def pixel(b: ir.IRBuilder, p: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+        row = gep(b, out, b.mul(p, i64(pixel_bytes)))
+
+        def channel(b: ir.IRBuilder, c: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+            ptr = gep(b, row, b.mul(c, i64(4)))
+            b.store(activate(b, b.load(ptr, typ=F32, align=4), spec.activation), ptr, align=4)
+            return []
+
+        counted_loop(b, nvalid, [], channel, "act.c")
+        return []
+
+    counted_loop(b, pixels, [], pixel, "act.p")
