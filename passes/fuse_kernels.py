@@ -348,8 +348,9 @@ def partition(block: Block) -> _Partition:
 
 def _one_chain(ops: list[Operation], g: _Group, home: dict[Operation, _Group]) -> bool:
     """Whether a group's ops (consumers first) are one chain ending in its output: each
-    op reads the next one's result, the last reads a value from outside the group."""
-    if home.get(ops[0]) is not g or any(home.get(op) is g for op in ops[1:]):
+    op reads the next one's result, the last reads a value from outside the group, and
+    no op but the output is materialized (the output of any group)."""
+    if home.get(ops[0]) is not g or any(op in home for op in ops[1:]):
         return False
     return all(a.input.owner is b for a, b in zip(ops, ops[1:]))
 

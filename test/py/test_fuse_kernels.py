@@ -415,6 +415,9 @@ func.func @forward(%x: {x}, %w: {w}) -> {y} {{
     copy = check_fusion(chain.replace(f"-> {w}\n", f"-> {T((16, 8), layout=(1, 0))}\n").replace(
         f"%w4 = tsr.reshape %b : ({w})", f"%w4 = tsr.reshape %b : ({T((16, 8), layout=(1, 0))})"))
     assert [op.name for op in top_level(copy)] == ["tsr.fused", "tsr.conv", "func.return"]
+    returned = chain.replace(f"-> {y} {{\n", f"-> ({y}, {wt}) {{\n").replace(
+        f"func.return %y : {y}", f"func.return %y, %t : {y}, {wt}")  # a view in the chain is also returned
+    check_fusion(returned)
 
 
 def test_a_returned_view_of_a_reduction_also_read_by_a_kernel():
