@@ -178,9 +178,9 @@ def _packs_in_kernel(op: tsr.ConvOp, isa: str) -> bool:
     sizes, each size's kernel, ``conv/sized.py``). Such a weight costs the
     library as much: oneDNN reorders it on every call, ATen's NCHW call reads it whole.
     Kernel with its packing against both, AVX2, 1 thread (``BENCHMARKS.md``, session 29):
-    3x3 512 -> 512 at 7x7 4.70 ms against 7.22 (ATen NCHW) and 10.63 (oneDNN channels-last),
-    1x1 2048 -> 512 at 7x7 1.96 against 2.16-2.38, 3x3 256 -> 256 at 14x14 3.67 against
-    5.03-5.77, a linear of 128 rows 3072 -> 768 9.05 against MKL's 9.81."""
+    3x3 512 -> 512 at 7x7 5.71 ms against 8.26 (ATen NCHW) and 12.12 (oneDNN channels-last),
+    1x1 2048 -> 512 at 7x7 2.83 against 2.94-3.32, 3x3 256 -> 256 at 14x14 5.22 against
+    6.30-6.91, a linear of 128 rows 3072 -> 768 13.16 against MKL's 14.40."""
     try:
         return packs_in_kernel(conv_spec(op, isa))
     except InvalidConvSpec:  # a conv the kernel does not take in these layouts (depthwise, NCHW)

@@ -129,8 +129,8 @@ def packs_in_kernel(spec: ConvSpec) -> bool:
     most :data:`PACK_STACK_BYTES`. The packing kernel wrote the whole packed weight to
     memory and the conv read it back; now each block is packed where the conv reads it.
     Kernel alone with its packing, AVX2, 1 thread (``BENCHMARKS.md``, session 29): a linear
-    of 128 rows 768 -> 768 2.89 -> 2.38 ms (the conv of a weight packed once: 2.23), a 3x3
-    512 -> 512 conv at 7x7 7.34 -> 5.25 ms (4.70)."""
+    of 128 rows 768 -> 768 2.61 -> 2.17 ms (the conv of a weight packed once: 2.08), a 3x3
+    512 -> 512 conv at 7x7 8.96 -> 6.27 ms (5.67)."""
     return not spec.depthwise and not choose_tiling(spec).rows_outer and block_bytes(spec) <= PACK_STACK_BYTES
 
 
