@@ -18,7 +18,7 @@ from tessera.compiler.targets.x86.conv.tiling import Tiling
 
 
 def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value, step: int, out: ir.Value,
-            til: Tiling, nvalid: ir.Value) -> None:
+                 til: Tiling, nvalid: ir.Value) -> None:
     """``dst[out:out+nr] = src[first + j*step]`` for ``j < nvalid``, zeros after; a
     whole block is ``nr / lanes`` vector gathers (``vgatherqps``) and stores."""
     nr, lanes = til.nr, til.lanes
@@ -54,34 +54,37 @@ def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value,
 
 def emit_block_pack(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, gb: ir.Value) -> None:
     """``dst[tap, ci, :] = packed[gb, tap, ci, :]``: one channel block of a dense conv's packed
-    weight from the plain one (``src``): what a kernel that packs its weight
-    (``ConvSpec.packs_weight``) runs as it reaches a block. A block of ``nr`` whole channels
-    is read row by row (:func:`_transpose_rows`); the last, partial block gathers its channels."""
-    taps, cin_g, nr = spec.kernel_volume, spec.cin_g, til.nr
+    weight from the plain one (``src``, stored ``spec.weight_layout``): what a kernel that packs
+    its weight (``ConvSpec.packs_weight``) runs as it reaches a block. A block of ``nr`` whole
+    channels is read row by row (:func:`_transpose_rows`, :func:`_copy_rows`); the last,
+    partial block gathers its channels (:func:`_gather_channels`)."""
     g, blk = b.udiv(gb, i64(til.blocks)), b.urem(gb, i64(til.blocks))
-    co0 = b.mul(blk, i64(nr))
-    nvalid = umin(b, i64(nr), b.sub(i64(spec.cout_g), co0))
+    co0 = b.mul(blk, i64(til.nr))
+    nvalid = umin(b, i64(til.nr), b.sub(i64(spec.cout_g), co0))
     row = b.add(b.mul(g, i64(spec.cout_g)), co0)
     fn = b.function
     whole, part, done = (fn.append_basic_block(n) for n in ("wpack.rows", "wpack.gather", "wpack.end"))
-    b.cbranch(b.icmp_signed("==", nvalid, i64(nr)), whole, part)
-
+    b.cbranch(b.icmp_signed("==", nvalid, i64(til.nr)), whole, part)
     b.position_at_end(whole)
-    if spec.weight_layout == "dhwio":
-        _copy_rows(b, spec, til, src, dst, row)
-    else:
-        _transpose_rows(b, spec, til, src, dst, row)
+    (_copy_rows if spec.weight_layout == "dhwio" else _transpose_rows)(b, spec, til, src, dst, row)
     b.branch(done)
-
     b.position_at_end(part)
-    if spec.weight_layout == "dhwio":  # per (tap, ci): the block's channels are adjacent
+    _gather_channels(b, spec, til, src, dst, row, nvalid)
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _gather_channels(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, row: ir.Value,
+                     nvalid: ir.Value) -> None:
+    """A block of ``nvalid`` channels, zeros after: per ``(tap, ci)`` its channels gathered,
+    ``cin_g * taps`` floats apart (contiguous weight) or adjacent (``dhwio``)."""
+    taps, cin_g, nr = spec.kernel_volume, spec.cin_g, til.nr
+    if spec.weight_layout == "dhwio":
         def point(b: ir.IRBuilder, f: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
             gather_block(b, src, dst, b.add(b.mul(f, i64(spec.out_channels)), row), 1, b.mul(f, i64(nr)), til, nvalid)
             return []
 
         counted_loop(b, taps * cin_g, [], point, "pack.point")
-        b.branch(done)
-        b.position_at_end(done)
         return
 
     def channel(b: ir.IRBuilder, ci: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
@@ -94,8 +97,6 @@ def emit_block_pack(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value,
         return []
 
     counted_loop(b, cin_g, [], channel, "pack.ci")
-    b.branch(done)
-    b.position_at_end(done)
 
 
 def _copy_rows(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, row: ir.Value) -> None:
