@@ -32,7 +32,7 @@ from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable, InvalidConvSpec
 from .conv.isa import CONV_ISAS, can_run_conv, isa_of_features
-from .conv.spec import ConvSpec, outputs_last
+from .conv.spec import LAYOUTS, WEIGHT_LAYOUTS, ConvSpec
 from .conv.tiling import packs_in_kernel
 from .conv.winograd_spec import WinogradSpec, winograd_fits
 from .conv_kernel_model import prefers_tessera, prefers_winograd, prefers_winograd_per_call
@@ -57,24 +57,24 @@ def _isa(features: str | None) -> str | None:
         return None
 
 
-def kernel_layout(v: SSAValue) -> str | None:
-    """How the kernel would read or write ``v``: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
-    from tessera.dialects.tsr.layout import channels_last, identity, layout_of
+def _layout_name(v: SSAValue, names: dict[str, Callable[[int], tuple[int, ...]]]) -> str | None:
+    """The name in ``names`` (name -> dim order of a rank) of ``v``'s layout, or None."""
+    from tessera.dialects.tsr.layout import layout_of
     from tessera.dialects.tsr.shapes import shape_of
 
-    rank = len(shape_of(v.type))
-    layout = layout_of(v.type)
-    return "channels_last" if layout == channels_last(rank) else "contiguous" if layout == identity(rank) else None
+    rank, layout = len(shape_of(v.type)), layout_of(v.type)
+    return next((name for name, order in names.items() if layout == order(rank)), None)
+
+
+def kernel_layout(v: SSAValue) -> str | None:
+    """How the kernel would read or write ``v``: ``channels_last``, ``contiguous``, or ``None`` (it cannot)."""
+    return _layout_name(v, LAYOUTS)
 
 
 def weight_layout(v: SSAValue) -> str | None:
     """How a kernel that packs its weight would read ``v`` (``ConvSpec.weight_layout``):
     ``contiguous``, ``dhwio`` (output channels innermost), or ``None`` (a copy first)."""
-    from tessera.dialects.tsr.layout import identity, layout_of
-    from tessera.dialects.tsr.shapes import shape_of
-
-    rank, layout = len(shape_of(v.type)), layout_of(v.type)
-    return "contiguous" if layout == identity(rank) else "dhwio" if layout == outputs_last(rank) else None
+    return _layout_name(v, WEIGHT_LAYOUTS)
 
 
 WINOGRAD = ":winograd"

@@ -75,6 +75,18 @@ class _WeightPacker:
         return weight_packer, (self.spec,)  # loaded again (from the compile cache) in the process that reads it
 
 
+@dataclasses.dataclass(frozen=True)
+class PlainWeight:
+    """The weight a kernel that packs it reads (``ConvSpec.packs_weight``): ``w`` itself where
+    it has the strides of ``spec.weight_layout`` (a linear's ``[K, N]`` as ``dhwio``), else a
+    copy with them (a model that keeps its weights channels-last); checked like every operand."""
+
+    spec: ConvSpec
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        return _strided(w.detach(), "weight", self.spec.weight_shape(), self.spec.weight_strides())
+
+
 def pack_weight_kernel(w: torch.Tensor, spec: ConvSpec) -> PackedConvWeight:
     """``pack_weight(w, spec)`` by the packing kernel: the same bytes, 3x faster on large weights."""
     check_weight(w, spec)

@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 
-import torch
-
 from tessera.compiler.library_calls import OneDnnConv
 from tessera.compiler.targets.base import KernelCall
-from tessera.compiler.targets.x86.conv.api import load_conv_as, weight_packer
+from tessera.compiler.targets.x86.conv.api import PlainWeight, load_conv_as, weight_packer
 from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.sized import SizedConv, SizedWinograd, own_copy
-from tessera.compiler.targets.x86.conv.spec import outputs_last
 from tessera.compiler.targets.x86.conv.tiling import packs_in_kernel
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
 from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, weight_layout, winograd_choice
@@ -59,23 +56,9 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
         return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))
     if not freezing and packs_in_kernel(spec):  # the plain weight, packed by the kernel a block at a time
         spec = dataclasses.replace(spec, packs_weight=True, weight_layout=weight_layout(op.weight) or "contiguous")
-        prepare: tuple = ((1, plain_weight if spec.weight_layout == "contiguous" else plain_weight_dhwio),)
+        prepare: tuple = ((1, PlainWeight(spec)),)
     else:
         prepare = ((1, weight_packer(spec)),)
     if not is_static(op.input.type.get_shape()):
         return KernelCall(SizedConv(spec), prepare, sized=True)
     return KernelCall(load_conv_as(spec, rows_spec(spec)), prepare)  # a 1x1 conv's pixels in rows of its own
-
-
-def plain_weight(w: torch.Tensor) -> torch.Tensor:
-    """The plain weight a kernel that packs it reads: contiguous ``[C_out, C_in/groups, k...]``
-    (a copy only where the model keeps it in another layout, channels-last)."""
-    return w if w.is_contiguous() else w.contiguous()
-
-
-def plain_weight_dhwio(w: torch.Tensor) -> torch.Tensor:
-    """The same for a weight the program hands over ``dhwio`` (``spec.outputs_last``): a
-    ``[K, N]`` weight's view as ``[N, K, 1, 1]``, read in place."""
-    order = outputs_last(w.dim())
-    stored = w.permute(order)
-    return w if stored.is_contiguous() else stored.contiguous().permute(tuple(order.index(d) for d in range(w.dim())))

@@ -115,11 +115,10 @@ def choose_tiling(spec: ConvSpec) -> Tiling:
     return Tiling(lanes, nv, mr, tiles, blocks, False, cb, nb, total <= L2_WEIGHT_BYTES and not spec.packs_weight)
 
 
-def block_bytes(spec: ConvSpec) -> int:
+def block_bytes(spec: ConvSpec, til: Tiling | None = None) -> int:
     """The bytes of one channel block of a dense conv's packed weight (all taps and input
     channels of ``nr`` output channels): what a kernel that packs its weight keeps on its stack."""
-    til = choose_tiling(spec)
-    return spec.kernel_volume * spec.cin_g * til.nr * 4
+    return spec.kernel_volume * spec.cin_g * (til or choose_tiling(spec)).nr * 4
 
 
 def packs_in_kernel(spec: ConvSpec) -> bool:
@@ -131,7 +130,10 @@ def packs_in_kernel(spec: ConvSpec) -> bool:
     Kernel alone with its packing, AVX2, 1 thread (``BENCHMARKS.md``, session 29): a linear
     of 128 rows 768 -> 768 2.61 -> 2.17 ms (the conv of a weight packed once: 2.08), a 3x3
     512 -> 512 conv at 7x7 8.96 -> 6.27 ms (5.67)."""
-    return not spec.depthwise and not choose_tiling(spec).rows_outer and block_bytes(spec) <= PACK_STACK_BYTES
+    if spec.depthwise:
+        return False
+    til = choose_tiling(spec)
+    return not til.rows_outer and block_bytes(spec, til) <= PACK_STACK_BYTES
 
 
 PACK_STACK_BYTES = 384 * 1024
