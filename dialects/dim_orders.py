@@ -31,6 +31,12 @@ def channels_last(rank: int) -> tuple[int, ...]:
     return (0, *range(2, rank), 1) if rank >= 3 else identity(rank)
 
 
+def outputs_last(rank: int) -> tuple[int, ...]:
+    """The dim order of a conv weight ``[C_out, C_in/groups, (kd,) kh, kw]`` stored ``[(kd,) kh,
+    kw, C_in/groups, C_out]`` (``DHWIO``): output channels innermost, as a linear's ``[K, N]``."""
+    return (*range(2, rank), 1, 0)
+
+
 def strides_for(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
     """Element strides of a dense tensor of logical ``shape`` stored in ``perm`` order."""
     strides = [0] * len(shape)

@@ -42,6 +42,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from tessera.dialects import tsr
+from tessera.dialects.dim_orders import outputs_last
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static
 
@@ -57,7 +58,7 @@ MIN_ROWS_FROZEN = 8
 2.3-2.9x faster than MKL's packed GEMM; at 1 row (a GEMV) MKL's was faster (0.105
 against 0.142 ms)."""
 
-_NCHW, _NHWC, _DHWIO = (0, 1, 2, 3), (0, 2, 3, 1), (2, 3, 1, 0)
+_NCHW, _NHWC, _DHWIO = (0, 1, 2, 3), (0, 2, 3, 1), outputs_last(4)
 _CONV_PROPS = {"stride": i64_array([1, 1]), "padding": i64_array([0, 0]), "dilation": i64_array([1, 1]),
                "groups": IntegerAttr(1, i64)}
 
@@ -70,7 +71,7 @@ def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
     return op.bias if isinstance(op, tsr.AddmmOp) else None
 
 
-def _weight_layout_taken(rhs: SSAValue, freezing: bool) -> bool:
+def _weight_layout_taken(rhs: SSAValue) -> bool:
     """A linear layer's weight ``w.t()`` (stored ``[N, K]``: read in place), or a ``[K, N]``
     weight that is an argument of the graph (GPT-2's ``Conv1D``: ``addmm(b, x, w)``): with
     ``freezing`` transposed once in the step that prepares weights, without it the conv's
@@ -80,7 +81,7 @@ def _weight_layout_taken(rhs: SSAValue, freezing: bool) -> bool:
     return layout == (1, 0) or (layout == (0, 1) and isinstance(rhs, BlockArgument))
 
 
-def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int, freezing: bool = False) -> bool:
+def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int) -> bool:
     bias = _bias(op)
     types = [op.lhs.type, op.rhs.type, op.result.type, *([bias.type] if bias is not None else [])]
     if not all(isinstance(t, TensorType) and t.get_element_type() == f32 for t in types):
@@ -91,7 +92,7 @@ def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int, freezing: bool = False
     rows = m == DYNAMIC or m >= min_rows  # dynamic rows: the sequence or batch of a model served at many sizes
     return (rows and k > 0 and n > 0 and (bias is None or tuple(bias.type.get_shape()) == (n,))
             and layout_of(op.lhs.type) == (0, 1) and layout_of(op.result.type) == (0, 1)
-            and _weight_layout_taken(op.rhs, freezing))
+            and _weight_layout_taken(op.rhs))
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class _AddmmAsConv(RewritePattern):
 
     def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
         min_rows = MIN_ROWS_FROZEN if self.query.freezing else MIN_ROWS
-        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op, min_rows, self.query.freezing):
+        if not isinstance(op, (tsr.AddmmOp, tsr.MatmulOp)) or not _takes(op, min_rows):
             return
         (m, k), n = op.lhs.type.get_shape(), op.result.type.get_shape()[1]
         new = []

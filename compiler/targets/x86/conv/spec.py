@@ -23,14 +23,7 @@ from typing import cast
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import get_conv_isa
 from tessera.dialects.conv_sizes import conv_output_size
-from tessera.dialects.dim_orders import channels_last, identity, strides_for
-
-
-def outputs_last(rank: int) -> tuple[int, ...]:
-    """The dim order of a weight ``[C_out, C_in/groups, (kd,) kh, kw]`` stored ``[(kd,) kh, kw,
-    C_in/groups, C_out]`` (``DHWIO``): output channels innermost, as a linear's ``[K, N]`` weight."""
-    return (*range(2, rank), 1, 0)
-
+from tessera.dialects.dim_orders import channels_last, identity, outputs_last, strides_for
 
 WEIGHT_LAYOUTS = {"contiguous": identity, "dhwio": outputs_last}
 """How a kernel that packs its weight (``ConvSpec.packs_weight``) may find it stored."""
