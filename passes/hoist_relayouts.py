@@ -24,7 +24,14 @@ with ``keepdim`` over dims that the relayout does not move (GroupNorm's and
 LayerNorm's statistics over spatial dims; a reduction over the channel dim,
 which nchw -> nhwc moves, stays). Operands of the result's shape follow the
 result's new layout; broadcast operands (``tensor<1x8x1x1x1xf32>``, scalars)
-are read through their own strides and stay as they are.
+are read through their own strides and stay as they are (``layout_agnostic.py``).
+
+A relayout of a pooled result that is the same memory in both layouts (a view:
+``tensor<1x440x1x1xf32>``) stays below its reduction: moving it up would
+transpose the pool's input. Which layout such a pool reads is chosen for the
+ops before it (``reduction_layouts.OrientReduction``, in the same walk): where
+they would then move to the other layout and fewer relayouts remain, it reads
+that one, and this walk then climbs them (a residual chain into a global mean).
 
 Walk order: reverse. A relayout's users are visited before it, and the op
 that produces its input after it, so when the walk reaches a producer all the
@@ -35,67 +42,19 @@ climbed in n rewrites (a forward walk revisits the chain once per level).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr.layout import channels_last, identity, layout_of, with_layout
+from tessera.dialects.tsr.layout import layout_of, with_layout
 from tessera.dialects.tsr.shapes import shape_of
 
-SAME_RANK_OPS = (*tsr.ELEMENTWISE_OPS, tsr.ConvertOp, tsr.PadOp, tsr.UpsampleOp, tsr.SliceOp, tsr.ConcatOp)
-
-LAYOUT_FOLLOWING_ATEN = frozenset({
-    "aten.max_pool2d.default", "aten.max_pool3d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default",
-})
-"""ATen ops kept as ``tsr.aten_call`` that compute in the memory format of their
-input (channels-last in, channels-last out), one tensor in and one out: pooling.
-On channels-last tensors ATen's CPU pools run ~10x faster than on NCHW ones. A
-result whose strides differ all the same is copied into its type's layout by
-the host program (a layout fix-up), so this is a matter of speed, not of values."""
-
-
-def moved_dims(src: tuple[int, ...], dst: tuple[int, ...]) -> frozenset[int]:
-    """The dims a change of dim order from ``src`` to ``dst`` moves: those outside
-    every longest run of dims whose relative order both share.
-
-        moved_dims(nchw, nhwc) == {1}      # the channels move; n, h, w keep their order
-    """
-    dims = set(src)
-    for size in range(len(src), -1, -1):
-        keep = [
-            set(c)
-            for c in combinations(src, size)
-            if [d for d in dst if d in c] == list(c)
-        ]
-        if keep:
-            return frozenset(dims - set.intersection(*keep))
-    return frozenset(dims)
-
-
-def _hoistable(op: Operation, src: tuple[int, ...], dst: tuple[int, ...]) -> bool:
-    if isinstance(op, SAME_RANK_OPS):
-        return True
-    if isinstance(op, tsr.AtenCallOp):
-        rank = len(src)
-        return (op.callee.data in LAYOUT_FOLLOWING_ATEN and len(op.inputs) == 1 and rank in (4, 5)
-                and {src, dst} <= {identity(rank), channels_last(rank)})
-    if isinstance(op, tsr.REDUCTION_OPS):
-        return bool(op.keepdim.value.data) and not (set(op.reduced_dims()) & moved_dims(src, dst))
-    return False
-
-
-def _follows_result(v: SSAValue, op: Operation) -> bool:
-    """Whether operand ``v`` takes the result's new layout (else it is read as it is)."""
-    if not isinstance(v.type, TensorType):
-        return False
-    if isinstance(op, tsr.ELEMENTWISE_OPS):
-        return shape_of(v.type) == shape_of(op.results[0].type)
-    return len(shape_of(v.type)) == len(shape_of(op.results[0].type))
+from .layout_agnostic import follows_result, hoistable, same_memory
+from .reduction_layouts import OrientReduction
 
 
 class HoistRelayoutAboveProducer(RewritePattern):
@@ -112,10 +71,12 @@ class HoistRelayoutAboveProducer(RewritePattern):
         if any(u.result.type != target for u in users) or target == result.type:
             return
         src, dst = layout_of(result.type), layout_of(target)
-        if not _hoistable(op, src, dst):
+        if not hoistable(op, src, dst):
             return
+        if isinstance(op, tsr.REDUCTION_OPS) and same_memory(tuple(shape_of(result.type)), src, dst):
+            return  # a view of a pooled result: OrientReduction chooses the layout the reduction reads
         for i, v in enumerate(op.operands):
-            if _follows_result(v, op) and layout_of(v.type) != dst:
+            if follows_result(v, op) and layout_of(v.type) != dst:
                 r = tsr.RelayoutOp.create(operands=[v], result_types=[with_layout(v.type, dst)])
                 rewriter.insert(r)
                 op.operands[i] = r.results[0]
@@ -131,4 +92,5 @@ class HoistRelayouts(ModulePass):
     name = "hoist-relayouts"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(HoistRelayoutAboveProducer(), walk_reverse=True).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier([OrientReduction(), HoistRelayoutAboveProducer()]),
+                             walk_reverse=True).rewrite_module(op)

@@ -10,6 +10,7 @@ import functools
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import func
@@ -21,7 +22,7 @@ from tessera.compiler.fx_import import import_graph
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, layout_of
 from tessera.compiler import targets
-from tessera.passes.hoist_relayouts import moved_dims
+from tessera.passes.layout_agnostic import moved_dims
 
 from conftest import example
 from pass_testing import apply_pass, assert_same_outputs, check_pass, function_names, parse, tensor_type
@@ -145,6 +146,37 @@ def test_conv_examples_run_channels_last_with_boundary_relayouts_only(name, assi
     assert len(relayouts(after_assign)) == assigned
     assert len(relayouts(after)) == left
     assert interior_relayouts(after) == []
+
+
+class _ResidualStageIntoPool(torch.nn.Module):
+    """The last stage of a ResNet: bottleneck-free residual blocks, a global mean, a linear."""
+
+    def __init__(self, c: int = 64):
+        super().__init__()
+        self.convs = torch.nn.ModuleList(torch.nn.Conv2d(c, c, 3, padding=1) for _ in range(3))
+        self.fc = torch.nn.Linear(c, 10)
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = torch.relu(x + conv(x))
+        return self.fc(x.mean((2, 3)))
+
+
+def test_residual_chain_into_a_global_pool_computes_channels_last():
+    """The adds and relus between channels-last convs compute channels-last all
+    the way into the pool (which reads them as they are): the only relayout left
+    is the input's. Before the pool chose its layout, each add wrote nchw and
+    each next conv read it through a transpose."""
+    torch.manual_seed(0)
+    model, x = _ResidualStageIntoPool().eval(), torch.randn(1, 64, 14, 14)
+    (module,) = [import_graph(gm).module for gm in capture(model, (x,)).forward]
+    after = apply_pass(module, PIPELINE_SPECS["x86"])
+    assert_same_outputs(module, after, rtol=1e-4)
+    assert interior_relayouts(after) == []
+    for op in after.walk():
+        if isinstance(op, (tsr.AddOp, tsr.ReluOp, tsr.MeanOp)):
+            operand = op.operands[0] if isinstance(op, tsr.MeanOp) else op.results[0]
+            assert layout_of(operand.type) == channels_last(4), op
 
 
 # --- hypothesis-generated graphs of pads, elementwise ops, convs and relayouts ----------------

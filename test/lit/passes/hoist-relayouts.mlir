@@ -72,20 +72,65 @@ func.func @pad_two_agreeing(%x: tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> (tens
 }
 
 // A reduction over spatial dims (keepdim) is hoisted through: nchw -> nhwc
-// moves only the channels. A reduction over the channel dim is left alone.
+// moves only the channels. A reduction over the channel dim is left alone. A
+// global pool's result is the same memory in both layouts: its relayout is a
+// view and stays below it (moving it up would transpose the pool's input).
 // CHECK-LABEL: func.func @reductions(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<2x8x4x4xf32, #tsr.layout<nchw>>
 // CHECK-NEXT: %[[XR:[^ ]+]] = tsr.relayout %[[X]] : {{.*}} -> tensor<2x8x4x4xf32, #tsr.layout<nhwc>>
-// CHECK-NEXT: %[[M:[^ ]+]] = tsr.mean %[[XR]] {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<2x8x1x1xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[H:[^ ]+]] = tsr.mean %[[XR]] {dims = array<i64: 2>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<2x8x1x4xf32, #tsr.layout<nhwc>>
 // CHECK-NEXT: %[[S:[^ ]+]] = tsr.sum %[[X]] {dims = array<i64: 1>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x1x4x4xf32, #tsr.layout<nchw>>
 // CHECK-NEXT: %[[SR:[^ ]+]] = tsr.relayout %[[S]] : {{.*}} -> tensor<2x1x4x4xf32, #tsr.layout<nhwc>>
-// CHECK-NEXT: func.return %[[M]], %[[SR]] :
-func.func @reductions(%x: tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> (tensor<2x8x1x1xf32, #tsr.layout<nhwc>>, tensor<2x1x4x4xf32, #tsr.layout<nhwc>>) {
-  %m = tsr.mean %x {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x1xf32, #tsr.layout<nchw>>
-  %mr = tsr.relayout %m : (tensor<2x8x1x1xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x1xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[M:[^ ]+]] = tsr.mean %[[X]] {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x1xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: %[[MR:[^ ]+]] = tsr.relayout %[[M]] : {{.*}} -> tensor<2x8x1x1xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: func.return %[[H]], %[[SR]], %[[MR]] :
+func.func @reductions(%x: tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> (tensor<2x8x1x4xf32, #tsr.layout<nhwc>>, tensor<2x1x4x4xf32, #tsr.layout<nhwc>>, tensor<2x8x1x1xf32, #tsr.layout<nhwc>>) {
+  %h = tsr.mean %x {dims = array<i64: 2>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x4xf32, #tsr.layout<nchw>>
+  %hr = tsr.relayout %h : (tensor<2x8x1x4xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x4xf32, #tsr.layout<nhwc>>
   %s = tsr.sum %x {dims = array<i64: 1>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x1x4x4xf32, #tsr.layout<nchw>>
   %sr = tsr.relayout %s : (tensor<2x1x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x1x4x4xf32, #tsr.layout<nhwc>>
-  func.return %mr, %sr : tensor<2x8x1x1xf32, #tsr.layout<nhwc>>, tensor<2x1x4x4xf32, #tsr.layout<nhwc>>
+  %m = tsr.mean %x {dims = array<i64: 2, 3>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x1xf32, #tsr.layout<nchw>>
+  %mr = tsr.relayout %m : (tensor<2x8x1x1xf32, #tsr.layout<nchw>>) -> tensor<2x8x1x1xf32, #tsr.layout<nhwc>>
+  func.return %hr, %sr, %mr : tensor<2x8x1x4xf32, #tsr.layout<nhwc>>, tensor<2x1x4x4xf32, #tsr.layout<nhwc>>, tensor<2x8x1x1xf32, #tsr.layout<nhwc>>
+}
+
+// The last stage of a residual network after assign-layouts: channels-last
+// convs, residual adds and relus in nchw, the chain ending in a global mean.
+// The mean reads nhwc (its result's relayout back is a view), and the
+// relayouts climb the chain: every add and relu computes channels-last.
+// CHECK-LABEL: func.func @residual_chain_into_pool(
+// CHECK: %[[A1:[^ ]+]] = tsr.add {{.*}} -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+// CHECK: %[[R1:[^ ]+]] = tsr.relu %[[A1]] : {{.*}} -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+// CHECK: %[[A2:[^ ]+]] = tsr.add {{.*}} -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+// CHECK: %[[R2:[^ ]+]] = tsr.relu %[[A2]] : {{.*}} -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[M:[^ ]+]] = tsr.mean %[[R2]] {{.*}} : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x1x1xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[MR:[^ ]+]] = tsr.relayout %[[M]] : {{.*}} -> tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: func.return %[[MR]] :
+func.func @residual_chain_into_pool(%x: tensor<1x8x4x4xf32, #tsr.layout<nhwc>>, %w1: tensor<8x8x1x1xf32, #tsr.layout<nhwc>>, %w2: tensor<8x8x1x1xf32, #tsr.layout<nhwc>>) -> tensor<1x8x1x1xf32, #tsr.layout<nchw>> {
+  %c0 = tsr.conv %x, %w1 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>, tensor<8x8x1x1xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+  %b0 = tsr.relayout %c0 : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %xb = tsr.relayout %x : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %a1 = tsr.add %xb, %b0 : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>, tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %r1 = tsr.relu %a1 : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %i1 = tsr.relayout %r1 : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+  %c1 = tsr.conv %i1, %w2 {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>, tensor<8x8x1x1xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
+  %b1 = tsr.relayout %c1 : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %a2 = tsr.add %r1, %b1 : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>, tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %r2 = tsr.relu %a2 : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %m = tsr.mean %r2 {dims = array<i64: 2, 3>, keepdim = true} : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+  func.return %m : tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+}
+
+// Where the ops before a global pool have users in their own layout (the
+// graph returns the relu), the pool reads that layout: nothing would move.
+// CHECK-LABEL: func.func @pool_of_a_returned_value(
+// CHECK: %[[R:[^ ]+]] = tsr.relu {{.*}} -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: tsr.mean %[[R]] {{.*}} : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+func.func @pool_of_a_returned_value(%x: tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> (tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<1x8x4x4xf32, #tsr.layout<nchw>>) {
+  %xb = tsr.relayout %x : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %r = tsr.relu %xb : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
+  %m = tsr.mean %r {dims = array<i64: 2, 3>, keepdim = true} : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+  func.return %m, %r : tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<1x8x4x4xf32, #tsr.layout<nchw>>
 }
 
 // A library op (conv) or a reshape does not move a relayout: the conv's
