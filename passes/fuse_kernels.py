@@ -90,6 +90,8 @@ from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.ops_nn import REDUCTION_OPS
 from tessera.dialects.tsr.shapes import DYNAMIC, ints, is_static, numel, shape_of
 
+from .layout_agnostic import same_memory
+
 
 class FusionError(TesseraError):
     """The grouping of a function could not be emitted (an internal inconsistency)."""
@@ -266,13 +268,13 @@ def is_view(op: Operation) -> bool:
     in_shape, out_shape = shape_of(src), shape_of(dst)
     if not is_static(in_shape) or not is_static(out_shape):
         return False  # strides known at run time only: a copy
+    if isinstance(op, tsr.RelayoutOp):
+        return same_memory(tuple(in_shape), layout_of(src), layout_of(dst))
     in_strides = strides_for(in_shape, layout_of(src))
     if isinstance(op, tsr.ReshapeOp):
         got = _view_strides(in_shape, in_strides, out_shape)
-    elif isinstance(op, tsr.PermuteOp):
-        got = [in_strides[d] for d in ints(op.dims)]
     else:
-        got = list(in_strides)
+        got = [in_strides[d] for d in ints(op.dims)]
     if got is None:
         return False
     want = strides_for(out_shape, layout_of(dst))

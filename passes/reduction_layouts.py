@@ -18,8 +18,8 @@ relu there also feeds the next conv through a relayout to ``nhwc``:
     %mm = tsr.mean %rr {dims = array<i64: 2, 3>, keepdim = true} : (...) -> tensor<1x440x1x1xf32, #tsr.layout<nhwc>>
     %m  = tsr.relayout %mm : (...) -> tensor<1x440x1x1xf32, #tsr.layout<nchw>>   // a view
 
-and the relayout then climbs the chain, which computes channels-last (ResNet-50's
-and RegNetY's last stages: 11 transposes of the 7x7 activations a call gone).
+and the relayout then climbs the chain, which computes channels-last (activations
+left in NCHW by the x86 pipeline: ResNet-50 6 -> 0, RegNetY-400MF 12 -> 0, BENCHMARKS.md).
 Left in ``nchw``, nothing above the mean has only relayouts as users, so no
 relayout could start to climb.
 
