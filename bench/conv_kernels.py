@@ -83,6 +83,10 @@ SHAPES = [
     ("regnety grouped 3x3 8/group 208 g26 1x208x14x14 p1", (1, 208, 14, 14), 208, 3, 1, 1, 26),
     ("regnety grouped 3x3 8/group 440 g55 1x440x7x7 p1", (1, 440, 7, 7), 440, 3, 1, 1, 55),
     ("regnety grouped 3x3 8/group s2 104 g13 1x104x56x56 p1", (1, 104, 56, 56), 104, 3, 2, 1, 13),
+    # ResNeXt-50 32x4d's grouped 3x3 convs: 4, 8 and 16 channels per group
+    ("resnext 3x3 4/group 128 g32 1x128x56x56 p1", (1, 128, 56, 56), 128, 3, 1, 1, 32),
+    ("resnext 3x3 8/group 256 g32 1x256x28x28 p1", (1, 256, 28, 28), 256, 3, 1, 1, 32),
+    ("resnext 3x3 16/group 512 g32 1x512x14x14 p1", (1, 512, 14, 14), 512, 3, 1, 1, 32),
     # squeeze-excite expansions: one output point (EfficientNet, RegNetY, MobileNetV3)
     ("squeeze-excite 1x1 8->32 1x8x1x1", (1, 8, 1, 1), 32, 1, 1, 0, 1),
     ("squeeze-excite 1x1 4->96 1x4x1x1", (1, 4, 1, 1), 96, 1, 1, 0, 1),

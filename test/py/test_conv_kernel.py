@@ -82,6 +82,9 @@ SHAPES = [
     (1, 12, 18, (9, 10), (3, 3), dict(padding=1, groups=3)),             # groups
     (1, 104, 104, (9, 10), (3, 3), dict(padding=1, stride=2, groups=13)),  # 8 per group (RegNetY), 13 groups
     (2, 40, 40, (11, 13), (3, 3), dict(padding=1, groups=40)),           # depthwise, 40 = 2.5 vectors
+    (1, 40, 40, (9, 11), (3, 3), dict(padding=1, groups=10)),            # 4 per group: channelwise, 2.5 zmm
+    (2, 24, 24, (7, 9), (3, 3), dict(padding=2, dilation=2, groups=12)),  # 2 per group, dilated
+    (1, 48, 48, (3, 7, 9), (3, 3, 3), dict(padding=1, groups=6)),        # 3-D, 8 per group (zmm: channelwise)
     (1, 24, 24, (7, 9), (5, 5), dict(padding=2, stride=2, groups=24)),   # depthwise 5x5 stride 2
     (1, 8, 16, (6, 5), (3, 3), dict(padding=(0, 2))),                    # asymmetric padding, all tiles static
     (1, 24, 40, (5, 12, 12), (3, 3, 3), {}),                             # 3x3x3, unpadded (a pre-padded input)
@@ -126,6 +129,15 @@ def test_epilogues(act):
     isa = runnable(CONV_ISAS[0]) if can_run_conv(CONV_ISAS[0]) else runnable("avx2")
     check(isa, 1, 20, 24, (5, 19), (3, 3), residual=True, act=act, padding=1)
     check(isa, 1, 9, 9, (4, 6, 7), (3, 3, 3), bias=False, residual=act == "silu", act=act, padding=1, groups=9)
+
+
+@pytest.mark.parametrize("act", [None, "relu6", "silu"])
+def test_narrow_groups_run_channelwise_with_every_epilogue(act):
+    """Groups of 4 channels, two or four to a vector: the rotated-weight tile, bias, residual
+    and activation, a last block of fewer channels."""
+    isa = select_conv_isa()
+    assert choose_tiling(ConvSpec(1, 40, 40, (9, 11), (3, 3), padding=1, groups=10, isa=isa)).group_width == 4
+    check(isa, 1, 40, 40, (9, 11), (3, 3), residual=True, act=act, padding=1, stride=2, groups=10)
 
 
 def test_activation_edges_follow_torch():
@@ -191,7 +203,13 @@ def test_tiling_choices():
     assert [x.static for x in t.row_tiles] == [True, False, False, False, True]  # edge tiles only
     assert t.ci_blocks > 1  # 3x3x128x32 floats exceed the L1 budget
     t = choose_tiling(ConvSpec(1, 40, 40, (8, 8), (3, 3), groups=40, isa="avx2"))
-    assert t.depthwise and t.nr == 8 and t.blocks == 5
+    assert t.channelwise and t.group_width == 1 and t.nr == 8 and t.blocks == 5
+    # narrow groups: channelwise where two or more fill a vector, with k accumulators a pixel
+    t = choose_tiling(ConvSpec(1, 104, 104, (28, 28), (3, 3), padding=1, groups=13))
+    assert t.channelwise and t.group_width == 8 and t.mr * (8 + 1) <= 32 and t.blocks == 7
+    assert not choose_tiling(ConvSpec(1, 104, 104, (28, 28), (3, 3), groups=13, isa="avx2")).channelwise  # 8 = lanes
+    assert not choose_tiling(ConvSpec(1, 104, 104, (28, 28), (3, 3), groups=13, output_layout="contiguous")).channelwise
+    assert not choose_tiling(ConvSpec(1, 24, 48, (28, 28), (3, 3), groups=6)).channelwise  # 4 in, 8 out a group
 
 
 def test_assembly_paths():
@@ -256,7 +274,8 @@ def test_cost_model_rules():
     assert rule_for("x86", shape(groups=128)).what == "depthwise 2-D"
     assert rule_for("x86", shape(in_channels=3)).what == "C_in/groups < 16"
     assert rule_for("x86", shape(in_channels=104, groups=13)).what == "grouped, 8-15 channels per group"
-    assert not prefers_tessera("x86", shape(in_channels=128, groups=32))  # 4 per group: oneDNN
+    assert prefers_tessera("x86", shape(in_channels=128, groups=32))  # 4 per group in and out: channelwise
+    assert not prefers_tessera("x86", shape(in_channels=96, groups=32))  # 3 per group: oneDNN
     assert prefers_tessera("x86", shape(in_channels=3, stride=(2, 2)))  # MobileNet's stem
     assert not prefers_tessera("x86", shape(in_channels=3, kernel=(7, 7), stride=(2, 2)))  # ResNet's
     assert rule_for("x86", shape(kernel=(1, 1))).what == "1x1 conv2d"
@@ -422,6 +441,7 @@ def test_a_1x1_conv_of_dynamic_sizes_runs_each_size_as_rows(monkeypatch):
 @pytest.mark.parametrize("cin, cout, kernel, groups", [
     (256, 1024, (1, 1), 1), (48, 40, (3, 3), 1), (3, 20, (3, 3), 1), (30, 50, (5, 5), 5),
     (32, 32, (3, 3), 32), (24, 24, (3, 3, 3), 1), (16, 16, (3, 3, 3), 16), (20, 36, (1, 3), 4),
+    (40, 40, (3, 3), 10), (104, 104, (3, 3), 13), (24, 24, (3, 3, 3), 12),  # channelwise groups: rotated weights
 ])
 def test_the_packing_kernel_writes_pack_weights_bytes(isa, cin, cout, kernel, groups):
     """The kernel that packs a weight on every call (``pack_kernel``) writes exactly the

@@ -202,6 +202,7 @@ MODELS = [
     ZooModel("mobilenet_v3_small", _tv("mobilenet_v3_small"), "torchvision"),
     ZooModel("efficientnet_b0", _tv("efficientnet_b0"), "torchvision"),
     ZooModel("regnet_y_400mf", _tv("regnet_y_400mf"), "torchvision"),
+    ZooModel("resnext50_32x4d", _tv("resnext50_32x4d"), "torchvision"),
     ZooModel("convnext_tiny", _tv("convnext_tiny"), "torchvision"),
     ZooModel("densenet121", _tv("densenet121"), "torchvision"),
     ZooModel("shufflenet_v2_x0_5", _tv("shufflenet_v2_x0_5"), "torchvision"),

@@ -26,6 +26,10 @@ clock | 2 threads, wall clock, Inductor compiling between the shapes::
     grouped, 8 ch per group (RegNetY-400MF's 3x3, AMD EPYC, 1 thread, session 18):
       48 g6 56x56 1.15x, 104 g13 28x28 1.28x, 208 g26 14x14 1.03x,
       440 g55 7x7 1.69x, 104 g13 56x56 s2 1.31x ..... median 1.28x             tessera
+      (AVX-512, channelwise: two groups a vector, Xeon, 1 thread, session 31:
+      1.8x, 1.8x, 2.5x, 3.0x, 1.7x, ResNeXt's 256 g32 28x28 1.3x)
+    grouped, 2 or 4 ch per group in and out (channelwise, session 31):
+      ResNeXt-50 32x4d's 128 g32 56x56 ............. 3.27x (AVX2 build 2.1x)   tessera
     1x1x1 conv3d (128->64, 4x32x32) ................ 1.29x | 1.39x | 1.17x    tessera
     1x1 conv2d 256->256 at 56x56 ................... 1.05x | 1.06x | 1.07x    tessera
     1x1 conv2d 256->64 at 56x56 .................... 1.25x | 1.21x | 0.96x
@@ -146,6 +150,13 @@ def prefers_winograd_per_call(conv: ConvShape, tiles: int) -> int | None:
     return 4 if conv.in_channels * conv.out_channels <= WINOGRAD_PER_CALL_F4_WEIGHT else 2
 
 
+def channelwise_groups(c: ConvShape) -> bool:
+    """Groups of 2 or 4 channels in and out: at least two a vector on either path, which the
+    kernel computes channelwise (``targets/x86/conv/tiling.py``); oneDNN's call fills a
+    vector with one group's few channels."""
+    return c.groups > 1 and not c.depthwise and c.in_channels == c.out_channels and c.channels_per_group in (2, 4)
+
+
 _NO_KERNEL = (
     Rule("not f32", lambda c: c.dtype != "f32", 0.0),
     Rule("1-D conv (no kernel)", lambda c: c.spatial not in (2, 3), 0.0),
@@ -172,6 +183,7 @@ X86_RULES = (
     Rule("depthwise 3-D", lambda c: c.depthwise and c.spatial == 3, 1.18),
     Rule("depthwise 2-D", lambda c: c.depthwise, 1.07),
     Rule("grouped, 8-15 channels per group", lambda c: c.groups > 1 and c.channels_per_group >= 8, 1.28),
+    Rule("grouped, 2 or 4 channels per group in and out (channelwise)", lambda c: channelwise_groups(c), 3.27),
     _STEM,
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
     Rule("grouped", lambda c: c.groups > 1, 1.15),

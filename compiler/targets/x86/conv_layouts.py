@@ -10,7 +10,10 @@ Speedup of the packed channels-last call over the contiguous one, per class::
     bf16 / f16, every conv2d and conv3d .......... 1.5x - 16x    channels-last
     f32 conv3d (3x3x3, 1x1x1, depthwise, C_in=3)   1.08x - 4.6x  channels-last
         (3x3x3 96->96: 1.08x-1.12x over runs; 64->64: 1.13x)
-    f32 conv2d grouped, < 8 channels per group ... 1.08x         contiguous
+    f32 conv2d grouped, 2 or 4 channels per group
+        in and out ............................... 1.08x         channels-last: tessera's
+        channelwise kernel, 3.27x oneDNN's packed call (ResNeXt-50 32x4d, session 31): 3.5x
+    f32 conv2d grouped, other < 8 channels a group 1.08x         contiguous
     f32 conv2d grouped, 8-15 channels per group .. 1.08x         channels-last: tessera's kernel
         computes it there, 1.03x - 1.69x oneDNN's packed call (median 1.28x: RegNetY-400MF's
         3x3 convs of 8 channels per group, ``bench/conv_kernels.py``, session 18): 1.4x
@@ -29,6 +32,7 @@ a few percent.)
 
 from __future__ import annotations
 
+from tessera.compiler.targets.x86.conv_kernel_model import channelwise_groups
 from tessera.passes.target_models import Rule, any_conv
 
 CONV_LAYOUTS = (
@@ -37,6 +41,8 @@ CONV_LAYOUTS = (
     Rule("f32 conv3d", lambda c: c.spatial == 3, 1.13),
     Rule("f32 grouped conv2d, 8-15 channels per group (tessera's kernel, channels-last)",
          lambda c: c.groups > 1 and not c.depthwise and 8 <= c.channels_per_group < 16, 1.08 * 1.28),
+    Rule("f32 grouped conv2d, 2 or 4 channels per group (tessera's channelwise kernel, channels-last)",
+         channelwise_groups, 1.08 * 3.27),
     Rule("f32 grouped conv2d, < 16 channels per group",
          lambda c: c.groups > 1 and not c.depthwise and c.channels_per_group < 16, 1.08),
     Rule("f32 dense 3x3 conv2d, >= 128 input channels, stride 1 (Winograd's class)",

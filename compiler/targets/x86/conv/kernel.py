@@ -20,9 +20,11 @@ input rows they share (``KD * KH`` per row) stream through L1; each tile keeps
 its accumulators in registers over the whole window and all input channels
 (or one cache block of them), and writes its output once.
 
-Depthwise convs: grid ``(N, OD, OH)``; a grid point walks the row's pixel
-tiles, and every channel block of a tile before the next tile, so the tile's
-input pixels are read whole (all channels, contiguous).
+Channelwise convs (``tiling``): grid ``(N, OD, OH)``. Depthwise, a grid point
+walks the row's pixel tiles, and every channel block of a tile before the next
+tile, so the tile's input pixels are read whole (all channels, contiguous);
+narrow groups walk channel blocks outermost, whose ``k`` rotated weights a tap
+would not all stay in L1 across blocks (256 channels of 8 a group: 74 KB).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def add_target_attributes(fn: ir.Function, target: LlvmTarget) -> None:
 
 def grid(spec: ConvSpec, til: Tiling) -> tuple[int, ...]:
     od, oh, _ = spec.as3d("output_size")
-    if til.depthwise:
+    if til.channelwise:
         return (spec.batch, od, oh)
     blocks = spec.groups * til.blocks
     return (spec.batch, od, oh, blocks) if til.rows_outer else (blocks, spec.batch, od, oh)
@@ -116,7 +118,7 @@ def _tiles(b: ir.IRBuilder, til: Tiling, fns: dict[WTile, ir.Function], args: li
 def _row(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, fns: dict[WTile, ir.Function], args: list[ir.Value]) -> None:
     """One output row, input-channel block by block (``args[0:2]``: ``x`` and ``w``
     at the row's first input channel)."""
-    if til.depthwise or til.ci_blocks == 1:
+    if til.channelwise or til.ci_blocks == 1:
         _tiles(b, til, fns, args, [i64(spec.cin_g), i64(1), i64(1)])
         return
     x, w, *rest = args
@@ -139,7 +141,7 @@ def conv_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
     til = choose_tiling(spec)
     module = ir.Module(name=spec.kernel_name)
     module.triple, module.data_layout = target.triple, target.data_layout
-    per_block = spec.out_channels if til.depthwise else spec.cout_g
+    per_block = spec.out_channels if til.channelwise else spec.cout_g
     last = per_block - (til.blocks - 1) * til.nr
     # valid channels of a block: nr, and fewer in the last block when nr does not divide them
     kinds = sorted({last} | ({til.nr} if til.blocks > 1 else set()))
@@ -175,27 +177,40 @@ def conv_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
         bias = gep(b, ptrs["bias"], b.mul(c0, i64(4))) if spec.bias else null
         return [x, wblk, out, bias, res, od, oh]
 
-    def depthwise_point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
+    def channelwise_point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
         n, od, oh = idx
         ximg = b.mul(n, i64(D * H * W * spec.in_channels))
         orow = b.mul(b.add(b.mul(b.add(b.mul(n, i64(OD)), od), i64(OH)), oh), i64(OW * spec.out_channels))
+        full = til.blocks if last == til.nr else til.blocks - 1
 
-        def blocks(b: ir.IRBuilder, tile: WTile, ow0: ir.Value) -> None:
-            def one(b: ir.IRBuilder, blk: ir.Value, _: list[ir.Value], fn: ir.Function) -> list[ir.Value]:
-                c0 = b.mul(blk, i64(til.nr))
-                x = gep(b, ptrs["x"], b.mul(b.add(ximg, c0), i64(4)))
-                wblk = gep(b, ptrs["w"], b.mul(c0, i64(4)))
-                b.call(fn, [*block_args(b, x, orow, c0, wblk, od, oh), ow0, i64(1), i64(1), i64(1)])
+        def at_block(b: ir.IRBuilder, blk: ir.Value) -> list[ir.Value]:
+            c0 = b.mul(blk, i64(til.nr))
+            x = gep(b, ptrs["x"], b.mul(b.add(ximg, c0), i64(4)))
+            return block_args(b, x, orow, c0, gep(b, ptrs["w"], b.mul(c0, i64(4))), od, oh)
+
+        def each_block(b: ir.IRBuilder, body) -> None:
+            """``body(b, blk, tile functions)`` for every channel block, the last one's own."""
+            def one(b: ir.IRBuilder, blk: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+                body(b, blk, variants[til.nr])
                 return []
 
-            full = til.blocks if last == til.nr else til.blocks - 1
             if full:
-                counted_loop(b, full, [], lambda b, k, a: one(b, k, a, variants[til.nr][tile]), "blocks")
+                counted_loop(b, full, [], one, "blocks")
             if full < til.blocks:
-                one(b, i64(full), [], variants[last][tile])
+                body(b, i64(full), variants[last])
 
-        # pixel tiles outermost, the channel blocks of a tile inside: a tile's input
-        # pixels are read whole (all channels, contiguous) while they are in L1
+        whole = [i64(1)] * 3  # ci_n, first, last: no input-channel blocks
+        if til.group_width > 1:
+            # narrow groups: channel blocks outermost, one block's k rotated weights (k * taps
+            # vectors) serve the row's tiles from L1
+            each_block(b, lambda b, blk, fns: _tiles(b, til, fns, at_block(b, blk), whole))
+            return
+
+        # depthwise: pixel tiles outermost, the channel blocks of a tile inside: a tile's
+        # input pixels are read whole (all channels, contiguous) while they are in L1
+        def blocks(b: ir.IRBuilder, tile: WTile, ow0: ir.Value) -> None:
+            each_block(b, lambda b, blk, fns: b.call(fns[tile], [*at_block(b, blk), ow0, *whole]))
+
         for t in til.row_tiles:
             if t.static:
                 blocks(b, t, i64(t.ow0))
@@ -257,5 +272,5 @@ def conv_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
         b.position_at_end(ready)
         return stack
 
-    target.emit_grid(b, fn, grid(spec, til), depthwise_point if til.depthwise else point)
+    target.emit_grid(b, fn, grid(spec, til), channelwise_point if til.channelwise else point)
     return module

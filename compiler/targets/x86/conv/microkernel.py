@@ -4,7 +4,7 @@
                                                   i64 %od, i64 %oh, i64 %ow0)
 
 ``x`` points at the image's first input channel of the group (dense) or at
-the block's first channel (depthwise), ``w`` at the block's packed weights,
+the block's first channel (channelwise), ``w`` at the block's packed weights,
 ``out``/``res`` at the row's pixel 0 and the block's first channel. The taps
 loop over ``kd``, ``kh`` at run time (rows outside the input are skipped:
 padding along D and H costs nothing) and over ``kw`` unrolled; a static tile
@@ -18,8 +18,19 @@ with AVX-512) and ``llvm.fma``-ed into its ``nv`` accumulators::
     vfmadd231ps 384(%rdi,%rax,4){1to16}, %zmm30, %zmm5
 
 Depthwise (per tap): ``nv`` weight vectors, each pixel's ``nv`` input vectors
-(channels are the vector lanes), one FMA each. Accumulators are phis that
-stay in registers (``mr * nv`` of them, ``ConvIsa.max_pixels``).
+(channels are the vector lanes), one FMA each. Narrow groups of ``k`` channels
+(channelwise, ``tiling``): each pixel's input vector (``lanes // k`` whole
+groups) times the tap's ``k`` rotated weight vectors (``packing``) into ``k``
+accumulators; lane ``l`` of accumulator ``r`` holds output channel
+``l // k * k + (l % k + r) % k``, so after the window each accumulator is
+rotated back within its groups (one ``vpermps``) and the ``k`` are summed::
+
+    out[l] = sum_r acc_r[l // k * k + (l % k - r) % k]
+
+Every lane does useful work (a dense tile of one vector would fill ``k`` of
+``lanes``), and the ``k - 1`` permutes a pixel come once per tile, not per tap.
+Accumulators are phis that stay in registers (``mr * nv`` of them,
+``ConvIsa.max_pixels``; ``mr * k`` channelwise).
 """
 
 from __future__ import annotations
@@ -65,7 +76,7 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
     """Defines ``@name``: the tile ``tile`` of a row, ``nvalid`` valid channels of the block."""
     fn = internal_function(module, name, list(zip(TILE_ARGS, [PTR] * 5 + [I64] * 6, strict=True)))
     x, w, out, bias, res, od, oh, ow0_arg, ci_n, first, last = fn.args
-    blocked = not til.depthwise and til.ci_blocks > 1
+    blocked = not til.channelwise and til.ci_blocks > 1
     b = ir.IRBuilder(fn.append_basic_block("entry"))
 
     lanes = til.lanes
@@ -89,9 +100,10 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
             first = b.add(b.add(row, iw0), i64(kw * dw))  # input pixel of tile pixel 0 at this tap
             xb = gep(b, x, b.mul(first, i64(4 * spec.pixel_stride)))
             tap = b.add(tap0, i64(kw))
-            if til.depthwise:
-                accs = _depthwise_tap(b, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * til.blocks * til.nr))),
-                                      pixels, nvec, nvalid, sw * cin)
+            if til.channelwise:
+                wtap = gep(b, w, b.mul(tap, i64(4 * til.group_width * til.blocks * til.nr)))
+                tap_fn = _depthwise_tap if til.group_width == 1 else _grouped_tap
+                accs = tap_fn(b, til, accs, xb, wtap, pixels, nvec, nvalid, sw * cin)
             else:
                 accs = _dense_tap(b, spec, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * spec.cin_g * til.nr))),
                                   pixels, nvec, sw * spec.pixel_stride, ci_n if blocked else spec.cin_g)
@@ -111,11 +123,13 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
 
     pix = b.mul(ow0, i64(4 * spec.out_pixel_stride))
     out_tile = gep(b, out, pix)
-    accs = [ir.Constant(vt, None)] * (tile.width * nvec)
+    accs = [ir.Constant(vt, None)] * (tile.width * nvec * til.group_width)
     if blocked:  # later input-channel blocks continue from the partial sums in out
         accs = guarded(b, b.icmp_unsigned("==", first, i64(0)), accs,
                        lambda b, _: load_tile(b, spec, out_tile, tile.width, nvec, lanes, nvalid), "resume")
     accs = counted_loop(b, KD, accs, kd_body, "kd")
+    if til.group_width > 1:
+        accs = [_unrotate(b, til, accs[p * til.group_width:(p + 1) * til.group_width]) for p in range(tile.width)]
     rows = [accs[p * nvec:(p + 1) * nvec] for p in range(tile.width)]
     res_tile = gep(b, res, pix) if spec.residual else res
     if not blocked:
@@ -179,3 +193,28 @@ def _depthwise_tap(b: ir.IRBuilder, til: Tiling, accs: list[ir.Value], xb: ir.Va
             xv = load_vec(b, gep(b, xb, 4 * (p * pixel_stride + v * lanes)), lanes, valid)
             new[p * nvec + v] = fma(b, xv, wv[v], new[p * nvec + v])
     return new
+
+
+def _grouped_tap(b: ir.IRBuilder, til: Tiling, accs: list[ir.Value], xb: ir.Value, wb: ir.Value,
+                 pixels: list[int], nvec: int, nvalid: int, pixel_stride: int) -> list[ir.Value]:
+    """One tap of a tile of narrow groups: ``acc[p, r] += x[p] * w[r]`` (the pixel's input
+    vector as loaded; ``w[r]`` the tap's rotation ``r``, ``packing``), one weight vector live."""
+    lanes, k = til.lanes, til.group_width
+    xs = {p: load_vec(b, gep(b, xb, 4 * p * pixel_stride), lanes, min(lanes, nvalid)) for p in pixels}
+    new = list(accs)
+    for r in range(k):
+        wv = load_vec(b, gep(b, wb, 4 * r * til.blocks * til.nr), lanes)
+        for p in pixels:
+            new[p * k + r] = fma(b, xs[p], wv, new[p * k + r])
+    return new
+
+
+def _unrotate(b: ir.IRBuilder, til: Tiling, accs: list[ir.Value]) -> ir.Value:
+    """One pixel's output vector from its ``k`` rotated accumulators:
+    ``sum_r acc_r[l // k * k + (l % k - r) % k]``."""
+    lanes, k = til.lanes, til.group_width
+    total = accs[0]
+    for r in range(1, k):
+        mask = ir.Constant(vec(ir.IntType(32), lanes), [j // k * k + (j % k - r) % k for j in range(lanes)])
+        total = b.fadd(total, b.shuffle_vector(accs[r], ir.Constant(accs[r].type, None), mask))
+    return total

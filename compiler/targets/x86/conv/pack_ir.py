@@ -1,6 +1,7 @@
 """The IR that packs conv weights: a block's channels gathered into vectors.
 
     gather_block(b, w, packed, first, step, out, til, nvalid)   # packed[out:out+nr] = w[first + j*step]
+    gather_block(b, w, packed, first, (0, 9, ...), out, til, n) # packed[out+j] = w[first + offsets[j]]
     emit_block_pack(b, spec, til, w, stack, gb)                  # one channel block of the packed layout
 
 Shared by the packing kernel (``pack_kernel``: the whole weight, before the conv)
@@ -17,11 +18,13 @@ from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import Tiling
 
 
-def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value, step: int, out: ir.Value,
-                 til: Tiling, nvalid: ir.Value) -> None:
-    """``dst[out:out+nr] = src[first + j*step]`` for ``j < nvalid``, zeros after; a
-    whole block is ``nr / lanes`` vector gathers (``vgatherqps``) and stores."""
+def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value, step: int | tuple[int, ...],
+                 out: ir.Value, til: Tiling, nvalid: ir.Value) -> None:
+    """``dst[out:out+nr] = src[first + j*step]`` for ``j < nvalid``, zeros after (``step`` a
+    tuple: ``src[first + step[j]]``, channel ``j``'s own offset); a whole block is ``nr / lanes``
+    vector gathers (``vgatherqps``) and stores."""
     nr, lanes = til.nr, til.lanes
+    offset = (lambda j: j * step) if isinstance(step, int) else step.__getitem__
     fn = b.function
     whole, part, done = (fn.append_basic_block(n) for n in ("pack.whole", "pack.part", "pack.done"))
     b.cbranch(b.icmp_signed("==", nvalid, i64(nr)), whole, part)
@@ -33,7 +36,7 @@ def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value,
                        [ptrs_type, ir.IntType(32), mask.type, f32s])
     base = splat(b, b.add(b.ptrtoint(src, I64), b.mul(first, i64(4))), lanes)
     for c in range(nr // lanes):
-        offsets = ir.Constant(index, [4 * (c * lanes + j) * step for j in range(lanes)])
+        offsets = ir.Constant(index, [4 * offset(c * lanes + j) for j in range(lanes)])
         ptrs = b.inttoptr(b.add(base, offsets), ptrs_type)
         v = b.call(gather, [ptrs, ir.Constant(ir.IntType(32), 4), mask, ir.Constant(f32s, None)])
         b.store(v, gep(b, dst, b.mul(b.add(out, i64(c * lanes)), i64(4))), align=4)
@@ -42,8 +45,11 @@ def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value,
     b.position_at_end(part)
     b.store(ir.Constant(vec(F32, nr), None), gep(b, dst, b.mul(out, i64(4))), align=4)
 
+    table = None if isinstance(step, int) else ir.Constant(vec(I64, nr), list(step))
+
     def one(b: ir.IRBuilder, j: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
-        x = b.load(gep(b, src, b.mul(b.add(first, b.mul(j, i64(step))), i64(4))), typ=F32, align=4)
+        at = b.mul(j, i64(step)) if table is None else b.extract_element(table, j)
+        x = b.load(gep(b, src, b.mul(b.add(first, at), i64(4))), typ=F32, align=4)
         b.store(x, gep(b, dst, b.mul(b.add(out, j), i64(4))), align=4)
         return []
 

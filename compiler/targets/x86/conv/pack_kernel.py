@@ -10,8 +10,9 @@ copies through padded and permuted temporaries (5-8x a ``clone``).
 Dense: grid ``(G * blocks, taps, cin_g)``; a point gathers one input channel of
 one tap for the ``nr`` output channels of a block (vector gathers of floats
 ``cin_g * taps`` apart) and stores them as vectors: ``packed[gb, tap, ci, :]``.
-Depthwise: grid ``(taps, blocks)``, ``packed[tap, b*nr:(b+1)*nr]``. The last
-block's channels past the weight's are zeros.
+Channelwise: grid ``(taps, blocks)``; a point writes ``packed[tap, r, b*nr:(b+1)*nr]``
+for each of the ``k`` rotations (one gather each, its lanes' offsets a constant).
+The last block's channels past the weight's are zeros.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tessera.runtime.signature import BufferSpec, KernelSignature
 def pack_kernel_name(spec: ConvSpec) -> str:
     til = choose_tiling(spec)
     k = "x".join(map(str, spec.kernel))
-    kind = "dw" if til.depthwise else f"g{spec.groups}"
+    kind = f"cw{til.group_width}" if til.channelwise else f"g{spec.groups}"
     return f"conv_pack_{spec.isa}_{spec.in_channels}to{spec.out_channels}_k{k}_{kind}_nr{til.nr}"
 
 
@@ -49,7 +50,7 @@ def pack_signature(spec: ConvSpec) -> KernelSignature:
 
 def _grid(spec: ConvSpec, til: Tiling) -> tuple[int, ...]:
     taps = spec.kernel_volume
-    return (taps, til.blocks) if til.depthwise else (spec.groups * til.blocks, taps, spec.cin_g)
+    return (taps, til.blocks) if til.channelwise else (spec.groups * til.blocks, taps, spec.cin_g)
 
 
 def pack_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
@@ -62,13 +63,16 @@ def pack_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
     src.name, dst.name = "w", "packed"
     b = ir.IRBuilder(fn.append_basic_block("entry"))
 
-    if til.depthwise:
+    if til.channelwise:
         def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
             tap, blk = idx
             c0 = b.mul(blk, i64(nr))
             nvalid = umin(b, i64(nr), b.sub(i64(spec.out_channels), c0))
-            out = b.mul(b.add(b.mul(tap, i64(til.blocks)), blk), i64(nr))
-            gather_block(b, src, dst, b.add(b.mul(c0, i64(taps)), tap), taps, out, til, nvalid)
+            k = til.group_width
+            for r in range(k):  # lane j (channel c0 + j): w[c0 + j // k * k + (j % k + r) % k, j % k, tap]
+                out = b.mul(b.add(b.mul(b.add(b.mul(tap, i64(k)), i64(r)), i64(til.blocks)), blk), i64(nr))
+                lanes = tuple(((j // k * k + (j % k + r) % k) * k + j % k) * taps for j in range(nr))
+                gather_block(b, src, dst, b.add(b.mul(c0, i64(k * taps)), tap), lanes, out, til, nvalid)
     else:
         def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
             gb, tap, ci = idx

@@ -2,13 +2,17 @@
 
     pw = pack_weight(w, spec)        # w: [C_out, C_in/groups, (kd,) kh, kw] float32
     dense:      pw.data[gb, kd, kh, kw, ci, j] == w[g*Cg + b*nr + j, ci, kd, kh, kw]   (gb = g*blocks + b)
-    depthwise:  pw.data[kd, kh, kw, c]         == w[c, 0, kd, kh, kw]
+    channelwise: pw.data[kd, kh, kw, r, c]     == w[c // k * k + (c % k + r) % k, c % k, kd, kh, kw]   (k: group width)
 
 Dense: the group's output channels in blocks of ``nr = nv * lanes`` (``DHWIO``
 with O blocked to the register tile), zero past the group's last channel, so
 one block is what a tile reads, in order: per tap, per input channel, ``nv``
-contiguous vectors. Depthwise: taps outer, channels inner, zero-padded to the
-channel blocks. Pure torch (compile time, once per weight version).
+contiguous vectors. Channelwise (depthwise, ``k = 1``, or narrow groups of ``k``
+channels: ``tiling``): taps outer, then the ``k`` rotations of each group's weights,
+channels inner, zero-padded to the channel blocks: lane ``c`` of rotation ``r`` holds
+the weight from input channel ``c`` to its group's output channel ``r`` places on, so a
+tile multiplies the input vector as loaded (``microkernel``). Pure torch (compile time,
+once per weight version).
 """
 
 from __future__ import annotations
@@ -24,15 +28,15 @@ from tessera.compiler.targets.x86.conv.tiling import Tiling, choose_tiling
 
 def packed_shape(spec: ConvSpec, til: Tiling) -> tuple[int, ...]:
     kd, kh, kw = spec.as3d("kernel")
-    if til.depthwise:
-        return (kd, kh, kw, til.blocks * til.nr)
+    if til.channelwise:
+        return (kd, kh, kw, til.group_width, til.blocks * til.nr)
     return (spec.groups * til.blocks, kd, kh, kw, spec.cin_g, til.nr)
 
 
 def pack_key(spec: ConvSpec) -> tuple:
     """What a packing depends on (two specs with one key share a packed weight)."""
     til = choose_tiling(spec)
-    return (spec.out_channels, spec.cin_g, spec.kernel, spec.groups, spec.isa, til.nr, til.depthwise)
+    return (spec.out_channels, spec.cin_g, spec.kernel, spec.groups, spec.isa, til.nr, til.channelwise)
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,16 +50,16 @@ class PackedConvWeight:
     groups: int
     isa: str
     nr: int
-    depthwise: bool
+    channelwise: bool
 
     @property
     def key(self) -> tuple:
-        return (self.out_channels, self.cin_g, self.kernel, self.groups, self.isa, self.nr, self.depthwise)
+        return (self.out_channels, self.cin_g, self.kernel, self.groups, self.isa, self.nr, self.channelwise)
 
     def check(self, spec: ConvSpec) -> None:
         if self.key != pack_key(spec):
             raise ConvOperandMismatch(f"weight packed for {self.key} but the conv needs {pack_key(spec)} "
-                                      "(out_channels, in_channels/groups, kernel, groups, isa, block, depthwise)")
+                                      "(out_channels, in_channels/groups, kernel, groups, isa, block, channelwise)")
 
 
 def check_weight(w: torch.Tensor, spec: ConvSpec) -> None:
@@ -70,9 +74,11 @@ def pack_weight(w: torch.Tensor, spec: ConvSpec) -> PackedConvWeight:
     check_weight(w, spec)
     til = choose_tiling(spec)
     w5 = w.detach().reshape(spec.out_channels, spec.cin_g, *spec.as3d("kernel"))
-    if til.depthwise:
+    if til.channelwise:
+        k, c = til.group_width, torch.arange(spec.out_channels)
+        rotated = w5[c // k * k + (c % k + torch.arange(k)[:, None]) % k, c % k]  # [k, C, kd, kh, kw]
         out = torch.zeros(packed_shape(spec, til))
-        out[..., :spec.out_channels] = w5[:, 0].permute(1, 2, 3, 0)
+        out[..., :spec.out_channels] = rotated.permute(2, 3, 4, 0, 1)
         return PackedConvWeight(out, *pack_key(spec))
     g, blocks, nr = spec.groups, til.blocks, til.nr
     padded = torch.zeros(g, blocks * nr, spec.cin_g, *spec.as3d("kernel"))

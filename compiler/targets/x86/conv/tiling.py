@@ -8,8 +8,14 @@ Dense convs: a tile is ``mr`` output pixels along W times ``nv`` vectors of
 output channels (``nr = nv * lanes`` channels, one block of the packed
 weight); ``nv`` is the one (2, 3, 4 or 1) that pads the group's output
 channels least (a single vector counted 1.25x: its loop is load-bound), ``mr`` the most pixels whose accumulators fit the registers
-(``ConvIsa.max_pixels``), then evened out over the row. Depthwise convs
-vectorize over channels: ``nv`` vectors of channels times ``mr`` pixels.
+(``ConvIsa.max_pixels``), then evened out over the row. Channelwise kernels
+vectorize over channels: one vector of channels times ``mr`` pixels. That is a
+depthwise conv, and a grouped one whose groups of ``k`` channels in and out are
+narrower than a vector (RegNet's 8 on AVX-512: ``lanes // k`` groups a vector,
+where the dense tile would leave half of every vector idle)::
+
+    t = choose_tiling(ConvSpec(1, 104, 104, (28, 28), (3, 3), padding=1, groups=13))
+    t.channelwise, t.group_width, t.mr    # True, 8, 3: 8 accumulators of 16 lanes a pixel
 
 A row's tiles are *dynamic* (one function, any ``ow0``: every tap lands in
 the input) or *static* (their own function, ``ow0`` a constant): the tiles
@@ -54,7 +60,8 @@ class Tiling:
     row_tiles: tuple[WTile, ...]
     blocks: int
     """Channel blocks of ``nr`` channels per group (dense) or in all (depthwise)."""
-    depthwise: bool
+    channelwise: bool
+    """Channels are the vector lanes (``microkernel``): a depthwise conv, or narrow groups."""
     ci_block: int = 1
     """Input channels per cache block (dense): a tile's accumulators go through
     ``out`` between blocks, so one block's weights serve every tile of the row from L1."""
@@ -63,6 +70,9 @@ class Tiling:
     """Dense: grid ``(N, OD, OH, blocks)`` (weights small enough for L2: rows share their
     input across blocks) rather than ``(blocks, N, OD, OH)``. (Depthwise grids are rows alone;
     a kernel that packs its weight, ``ConvSpec.packs_weight``, walks blocks outermost.)"""
+    group_width: int = 1
+    """Channelwise: channels of a group (in and out), 1 for a depthwise conv. A tile keeps
+    ``group_width`` accumulators a pixel, one for each rotation of the group's weights."""
 
     @property
     def nr(self) -> int:
@@ -87,16 +97,33 @@ def row_tiles(spec: ConvSpec, mr_max: int) -> tuple[int, tuple[WTile, ...]]:
     return mr, tuple(tiles)
 
 
+def channelwise_width(spec: ConvSpec, lanes: int) -> int | None:
+    """The channels of a group when ``spec`` runs channelwise on ``lanes``-wide vectors: a
+    depthwise conv (1), or groups of ``k`` channels in and out, at least two groups a vector
+    (``k`` dividing ``lanes``), read and written channels-last, the weight packed apart."""
+    k = spec.cin_g
+    if spec.groups == 1 or spec.cout_g != k or lanes % k or 2 * k > lanes:
+        return None
+    if k > 1 and (spec.packs_weight or (spec.input_layout, spec.output_layout) != ("channels_last",) * 2):
+        return None
+    return k
+
+
 def choose_tiling(spec: ConvSpec) -> Tiling:
     isa = get_conv_isa(spec.isa)
     lanes = isa.lanes
-    if spec.depthwise:
-        # one channel vector; LLVM keeps each input vector in a register for the KW
-        # taps that read it: mr accumulators + (mr + KW - 1) inputs + KW weights
-        nv = 1
-        kw = spec.as3d("kernel")[2]
-        mr, tiles = row_tiles(spec, max(2, min(DEPTHWISE_PIXELS, (isa.registers - 2 * kw + 1) // 2)))
-        return Tiling(lanes, nv, mr, tiles, cdiv(spec.out_channels, nv * lanes), True)
+    k = channelwise_width(spec, lanes)
+    if k is not None:
+        blocks = cdiv(spec.out_channels, lanes)
+        if k == 1:
+            # LLVM keeps each input vector in a register for the KW taps that read it:
+            # mr accumulators + (mr + KW - 1) inputs + KW weights
+            kw = spec.as3d("kernel")[2]
+            mr, tiles = row_tiles(spec, max(2, min(DEPTHWISE_PIXELS, (isa.registers - 2 * kw + 1) // 2)))
+            return Tiling(lanes, 1, mr, tiles, blocks, True)
+        # k accumulators and one input vector a pixel, one weight vector at a time
+        mr, tiles = row_tiles(spec, max(1, min(DEPTHWISE_PIXELS, (isa.registers - 2) // (k + 1))))
+        return Tiling(lanes, 1, mr, tiles, blocks, True, group_width=k)
     # padded channels, one vector per tile counted 1.25x (its inner loop is load-bound: one
     # weight load and one broadcast per FMA)
     nv = min(NV_ORDER, key=lambda v: (cdiv(spec.cout_g, v * lanes) * v * lanes * (1.25 if v == 1 else 1),
@@ -130,9 +157,9 @@ def packs_in_kernel(spec: ConvSpec) -> bool:
     Kernel alone with its packing, AVX2, 1 thread (``BENCHMARKS.md``, session 29): a linear
     of 128 rows 768 -> 768 2.61 -> 2.17 ms (the conv of a weight packed once: 2.08), a 3x3
     512 -> 512 conv at 7x7 8.96 -> 6.27 ms (5.67)."""
-    if spec.depthwise:
-        return False
     til = choose_tiling(spec)
+    if til.channelwise:
+        return False
     return not til.rows_outer and block_bytes(spec, til) <= PACK_STACK_BYTES
 
 
