@@ -161,6 +161,9 @@ class GraphProgram:
         placed = [(i, p) for i, p in enumerate(self._inputs) if p is not None]
         self._static = tuple((i, p.strides, p.shape, p.dtype) for i, p in placed if isinstance(p, Placement))
         self._sized = tuple((i, p) for i, p in placed if not isinstance(p, Placement))
+        self._guard: Any = None if len(self._static) == len(self._inputs) else False
+        """Dynamo's C++ tensor check of every input as the first placed call had them, once
+        that call passed the Python check (None until then; False: none, the Python check)."""
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor | None]:
         run = self._run
@@ -190,15 +193,39 @@ class GraphProgram:
 
     def _as_placed(self, inputs: Sequence[Any]) -> bool:
         """Every input is already as its placement says (the common case, checked
-        on every call: hundreds of parameters make it worth a plain loop)."""
+        on every call: hundreds of parameters). Where every input is of static
+        sizes, Dynamo's own C++ check (``TensorGuards``: dtype, device, sizes,
+        strides, and what else dispatches differently) of the inputs as a placed
+        call had them answers first: 200 tensors 26 us, the Python loop 89 (Xeon,
+        session 31: 0.10 of MobileNetV3-small's 2.3 ms a call). It is stricter than
+        the placements, so a miss only falls to the loop; where the loop then passes,
+        it is given up (inputs that alternate would pay both)."""
+        guard = self._guard
         try:
+            if guard and len(inputs) == len(self._static) and guard.check(*inputs):
+                return True
             for i, strides, shape, dtype in self._static:
                 x = inputs[i]
                 if x.stride() != strides or x.shape != shape or x.dtype != dtype:
                     return False
-            return all(p.holds(inputs[i]) for i, p in self._sized)
-        except (AttributeError, IndexError):  # not a tensor, too few: the full check says what to do
+            placed = all(p.holds(inputs[i]) for i, p in self._sized)
+        except (AttributeError, IndexError, TypeError):  # not a tensor, too few: the full check says what to do
             return False
+        if placed and guard is not False:
+            self._guard = _tensor_guard(inputs) if guard is None and len(inputs) == len(self._static) else False
+        return placed
+
+
+def _tensor_guard(inputs: Sequence[torch.Tensor]) -> Any:
+    """Dynamo's C++ check that tensors are as ``inputs`` (``GraphProgram._as_placed``), or False."""
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        sizes: Any = [list(x.shape) for x in inputs]  # per tensor, per dim (the stub says one list)
+        strides: Any = [list(x.stride()) for x in inputs]
+        return TensorGuards(*inputs, dynamic_dims_sizes=sizes, dynamic_dims_strides=strides)
+    except Exception:  # noqa: BLE001 - a private API of torch's: without it, the Python check
+        return False
 
 
 def graph_device(example_inputs) -> torch.device:

@@ -358,6 +358,34 @@ def test_conv_weight_updated_in_place_is_packed_again(freezing):
         assert_close(compiled(x), model(x), "after an in-place update of conv1's weight")
 
 
+def test_inputs_not_as_placed_are_seen_after_the_fast_check_is_built():
+    """A call checks that its inputs are as placed, after the first placed call through
+    Dynamo's C++ tensor check; either way an input of other strides, shape or dtype (a
+    parameter's ``.data`` swapped behind Dynamo's back) is relaid or the call says so."""
+    from tessera.compiler.backend import GraphProgram
+    from tessera.runtime.layouts import Placement
+
+    x, w = torch.randn(2, 8, 5, 5), torch.randn(8, 8)
+    seen = []
+
+    class Run:
+        inputs = [Placement.of(x), Placement.of(w)]
+
+        def __call__(self, *xs):
+            seen.append([t.stride() for t in xs])
+            return [xs[0] + 1]
+
+    graph = GraphProgram(None, [False], Run())
+    for _ in range(3):
+        assert graph._as_placed((x, w)) and graph(x, w)[0].equal(x + 1)
+    assert graph._guard  # built on the first placed call
+    cl = x.contiguous(memory_format=torch.channels_last)
+    assert not graph._as_placed((cl, w)) and not graph._as_placed((x, w.t()))
+    assert not graph._as_placed((x.double(), w)) and not graph._as_placed((x[:1], w))
+    assert graph(cl, w)[0].equal(x + 1) and seen[-1][0] == x.stride()  # relaid before the run
+    assert graph._as_placed((x.clone(), w.clone()))  # other tensors of the same placements
+
+
 @pytest.mark.parametrize("channels", [8, 128])  # channels-last (packed weight) and contiguous convs on x86
 def test_library_convs_return_the_layout_their_types_name(channels):
     """No hidden conversion: each conv's library call returns the layout the
