@@ -221,6 +221,14 @@ def test_assembly_paths():
     assert isa_of_features("+avx2,+fma") == "avx2" and isa_of_features("+avx512f,+avx512vl") == "avx512"
 
 
+def test_a_weight_over_l2_is_prefetched_a_block_ahead():
+    """A dense conv whose packed weight is read from memory on every call prefetches the next
+    input-channel block's weights as its tiles compute (``prefetcht1``); one that stays in L2 does not."""
+    big = conv_assembly(ConvSpec(1, 2048, 512, (1, 49), (1, 1)), "+avx512f,+avx512vl,+avx512dq,+avx512bw,+avx2,+fma")
+    small = conv_assembly(ConvSpec(1, 64, 64, (8, 8), (3, 3), padding=1), "+avx512f,+avx512vl,+avx512dq,+avx512bw,+avx2,+fma")
+    assert "prefetcht1" in big and "prefetch" not in small
+
+
 def test_invalid_specs_raise_typed_errors():
     with pytest.raises(InvalidConvSpec, match="groups"):
         ConvSpec(1, 10, 8, (5, 5), (3, 3), groups=3)
@@ -279,6 +287,8 @@ def test_cost_model_rules():
     assert prefers_tessera("x86", shape(in_channels=3, stride=(2, 2)))  # MobileNet's stem
     assert not prefers_tessera("x86", shape(in_channels=3, kernel=(7, 7), stride=(2, 2)))  # ResNet's
     assert rule_for("x86", shape(kernel=(1, 1))).what == "1x1 conv2d"
+    assert prefers_tessera("x86", shape(in_channels=512, out_channels=512, points=49))  # ResNet's stage 4
+    assert not prefers_tessera("x86", shape(points=56 * 56))
     assert rule_for("x86", shape(spatial=3, kernel=(1, 1, 1))).what == "1x1x1 conv3d"
     assert not prefers_tessera("ptx", shape())  # only x86 has the kernel
     # a squeeze-excite expansion: one output point, few input channels (oneDNN's call is all overhead)
