@@ -54,30 +54,34 @@ def main() -> None:
     print("| conv | tessera hot | tessera cold | oneDNN hot | oneDNN cold |")
     print("| --- | --- | --- | --- | --- |")
     for label, cin, cout, size, k, s in SHAPES:
-        spec = ConvSpec(1, cin, cout, size, (k, k), stride=s, padding=k // 2, bias=True, isa=isa)
-        x = torch.randn(1, cin, *size).contiguous(memory_format=torch.channels_last)
-        b = torch.randn(cout)
-        ws = [torch.randn(cout, cin, k, k) for _ in range(a.weights)]
-        packed = [pack_weight(w, spec).data for w in ws]
-        kernel = load_conv(spec)
-        out = torch.empty(spec.output_shape()).contiguous(memory_format=torch.channels_last)
-        kernel.launch(x, packed[0], b, out)  # checked once, then trusted as the program does
-        reordered = [torch.ops.mkldnn._reorder_convolution_weight(w, [k // 2] * 2, [s] * 2, [1, 1], 1, x.shape)
-                     for w in ws]
+        print(f"| {label} | " + " | ".join(row(isa, cin, cout, size, k, s, a.weights, a.reps)) + " |", flush=True)
 
-        def tessera(i, w=packed):
-            kernel.launch_trusted([x, w[i], b, out])
 
-        def onednn(i, w=reordered):
-            torch.ops.mkldnn._convolution_pointwise(x, w[i], b, [k // 2] * 2, [s] * 2, [1, 1], 1, "none", [], "")
+def row(isa: str, cin: int, cout: int, size: tuple[int, int], k: int, s: int, weights: int, reps: int) -> list[str]:
+    """``ms (GFLOP/s)`` of tessera hot, cold, then oneDNN hot, cold."""
+    spec = ConvSpec(1, cin, cout, size, (k, k), stride=s, padding=k // 2, bias=True, isa=isa)
+    x = torch.randn(1, cin, *size).contiguous(memory_format=torch.channels_last)
+    b = torch.randn(cout)
+    ws = [torch.randn(cout, cin, k, k) for _ in range(weights)]
+    packed = [pack_weight(w, spec).data for w in ws]
+    kernel = load_conv(spec)
+    out = torch.empty(spec.output_shape()).contiguous(memory_format=torch.channels_last)
+    kernel.launch(x, packed[0], b, out)  # checked once, then trusted as the program does
+    reordered = [torch.ops.mkldnn._reorder_convolution_weight(w, [k // 2] * 2, [s] * 2, [1, 1], 1, x.shape)
+                 for w in ws]
 
-        row = []
-        for fn in (tessera, onednn):
-            for cold in (False, True):
-                ms = median_ms(lambda i, fn=fn, cold=cold: fn(i % a.weights if cold else 0), a.reps)
-                row.append(f"{ms:.3f} ({spec.flops / ms / 1e6:.0f})")
-        print(f"| {label} | " + " | ".join(row) + " |", flush=True)
+    def tessera(i: int) -> None:
+        kernel.launch_trusted([x, packed[i], b, out])
 
+    def onednn(i: int) -> None:
+        torch.ops.mkldnn._convolution_pointwise(x, reordered[i], b, [k // 2] * 2, [s] * 2, [1, 1], 1, "none", [], "")
+
+    cells = []
+    for fn in (tessera, onednn):
+        for cold in (False, True):
+            ms = median_ms(lambda i, fn=fn, cold=cold: fn(i % weights if cold else 0), reps)
+            cells.append(f"{ms:.3f} ({spec.flops / ms / 1e6:.0f})")
+    return cells
 
 if __name__ == "__main__":
     main()
