@@ -80,14 +80,25 @@ func.func @conv2d_bf16_wide(%x: tensor<1x128x10x10xbf16, #tsr.layout<nchw>>, %w:
   func.return %y : tensor<1x128x8x8xbf16, #tsr.layout<nchw>>
 }
 
-// A grouped f32 conv2d with 4 channels per group stays contiguous; an input
+// A grouped f32 conv2d with 3 channels per group stays contiguous; an input
 // that arrives channels-last is relayouted to the layout the conv runs in.
 // CHECK-LABEL: func.func @grouped_from_nhwc(
-// CHECK-NEXT: tsr.relayout {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nchw>>
-// CHECK-NEXT: tsr.conv {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nchw>>
-// CHECK-NEXT: tsr.relayout {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
-func.func @grouped_from_nhwc(%x: tensor<1x32x8x8xf32, #tsr.layout<nhwc>>, %w: tensor<32x4x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>> {
-  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x32x8x8xf32, #tsr.layout<nhwc>>, tensor<32x4x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: tsr.relayout {{.*}} -> tensor<1x24x8x8xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: tsr.conv {{.*}} -> tensor<1x24x8x8xf32, #tsr.layout<nchw>>
+// CHECK-NEXT: tsr.relayout {{.*}} -> tensor<1x24x8x8xf32, #tsr.layout<nhwc>>
+func.func @grouped_from_nhwc(%x: tensor<1x24x8x8xf32, #tsr.layout<nhwc>>, %w: tensor<24x3x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x24x8x8xf32, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x24x8x8xf32, #tsr.layout<nhwc>>, tensor<24x3x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x24x8x8xf32, #tsr.layout<nhwc>>
+  func.return %y : tensor<1x24x8x8xf32, #tsr.layout<nhwc>>
+}
+
+// Groups of 4 channels in and out run channelwise on tessera's kernel: channels-last,
+// the input as it arrives (only the weight is relayouted).
+// CHECK-LABEL: func.func @narrow_groups_from_nhwc(
+// CHECK-NEXT: tsr.relayout %w {{.*}} -> tensor<32x4x3x3xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: tsr.conv %x, {{.*}} -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: func.return
+func.func @narrow_groups_from_nhwc(%x: tensor<1x32x8x8xf32, #tsr.layout<nhwc>>, %w: tensor<32x4x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x32x8x8xf32, #tsr.layout<nhwc>>, tensor<32x4x3x3xf32, #tsr.layout<nchw>>) -> tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
   func.return %y : tensor<1x32x8x8xf32, #tsr.layout<nhwc>>
 }
 

@@ -22,9 +22,9 @@ its accumulators in registers over the whole window and all input channels
 
 Channelwise convs (``tiling``): grid ``(N, OD, OH)``. Depthwise, a grid point
 walks the row's pixel tiles, and every channel block of a tile before the next
-tile, so the tile's input pixels are read whole (all channels, contiguous);
-narrow groups walk channel blocks outermost, whose ``k`` rotated weights a tap
-would not all stay in L1 across blocks (256 channels of 8 a group: 74 KB).
+tile, so the tile's input pixels are read whole (all channels, contiguous).
+Narrow groups walk channel blocks outermost: every block's ``k`` rotated weights
+together would not stay in L1 (256 channels of 8 a group, 3x3: 74 KB).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class Tiling:
     mr: int
     row_tiles: tuple[WTile, ...]
     blocks: int
-    """Channel blocks of ``nr`` channels per group (dense) or in all (depthwise)."""
+    """Channel blocks of ``nr`` channels per group (dense) or in all (channelwise)."""
     channelwise: bool
     """Channels are the vector lanes (``microkernel``): a depthwise conv, or narrow groups."""
     ci_block: int = 1
