@@ -69,7 +69,9 @@ def test_cost_model_classifies_convs():
         ConvShape(1, "f32", 8, 8, 1, (3,), (1,)): "conv1d",
         ConvShape(2, "bf16", 128, 128, 1, (3, 3), (1, 1)): "bf16/f16 conv",
         ConvShape(2, "f32", 128, 128, 128, (3, 3), (1, 1)): "f32 conv2d",  # depthwise
-        ConvShape(2, "f32", 128, 128, 32, (3, 3), (1, 1)): "f32 grouped conv2d, < 16 channels per group",
+        ConvShape(2, "f32", 96, 96, 32, (3, 3), (1, 1)): "f32 grouped conv2d, < 16 channels per group",
+        ConvShape(2, "f32", 128, 128, 32, (3, 3), (1, 1)):  # ResNeXt 32x4d's 4 per group
+            "f32 grouped conv2d, 2 or 4 channels per group (tessera's channelwise kernel, channels-last)",
         ConvShape(2, "f32", 104, 104, 13, (3, 3), (1, 1)):  # RegNetY's 8 per group
             "f32 grouped conv2d, 8-15 channels per group (tessera's kernel, channels-last)",
         ConvShape(2, "f32", 128, 128, 8, (3, 3), (1, 1)): "f32 conv2d",  # 16 per group
