@@ -263,22 +263,23 @@ def test_zoo_models_at_every_size(name, shapes):
 class _PointwiseDepthwise(nn.Module):
     """A 1x1 conv and a depthwise 3x3: classes tessera's x86 conv kernel computes."""
 
-    def __init__(self):
+    def __init__(self, groups: int = 48):
         super().__init__()
-        self.pw, self.dw = nn.Conv2d(32, 48, 1), nn.Conv2d(48, 48, 3, padding=1, groups=48)
+        self.pw, self.dw = nn.Conv2d(32, 48, 1), nn.Conv2d(48, 48, 3, padding=1, groups=groups)
 
     def forward(self, x):
         return torch.relu(self.dw(torch.relu(self.pw(x))))
 
 
 @pytest.mark.skipif(not _x86_conv_kernel(), reason="tessera's x86 conv kernel needs AVX2+FMA")
-def test_convs_of_dynamic_sizes_run_a_kernel_per_size():
+@pytest.mark.parametrize("groups", [48, 12])  # depthwise; 4 channels a group (channelwise, rotated weights)
+def test_convs_of_dynamic_sizes_run_a_kernel_per_size(groups):
     """Under freezing, a conv the cost model gives tessera's kernel keeps it at
     dynamic sizes: the one program builds a kernel per concrete size when a
     call first brings it, on the weight packed once. (Without freezing the
     library's call decides per size whether the weight outweighs the conv.)"""
     torch.manual_seed(0)
-    model = _PointwiseDepthwise().eval()
+    model = _PointwiseDepthwise(groups).eval()
     compiled = torch.compile(model, backend="tessera", dynamic=True, options={**STRICT, "freezing": True})
     with torch.no_grad(), collect_reports() as reports:
         for shape in [(1, 32, 12, 12), (2, 32, 9, 17), (1, 32, 12, 12), (3, 32, 5, 6)]:
