@@ -27,16 +27,17 @@ clock | 2 threads, wall clock, Inductor compiling between the shapes::
       48 g6 56x56 1.15x, 104 g13 28x28 1.28x, 208 g26 14x14 1.03x,
       440 g55 7x7 1.69x, 104 g13 56x56 s2 1.31x ..... median 1.28x             tessera
       (AVX-512, channelwise: two groups a vector, Xeon, 1 thread, session 31:
-      1.8x, 1.8x, 2.5x, 3.0x, 1.7x, ResNeXt's 256 g32 28x28 1.3x)
+      2.0x, 1.8x, 2.4x, 2.9x, 1.6x, ResNeXt's 256 g32 28x28 1.5x)
     grouped, 2 or 4 ch per group in and out (channelwise, session 31):
-      ResNeXt-50 32x4d's 128 g32 56x56 ............. 3.27x (AVX2 build 2.1x)   tessera
+      ResNeXt-50 32x4d's 128 g32 56x56 ............. 3.14x (AVX2 build 2.1x)   tessera
     1x1x1 conv3d (128->64, 4x32x32) ................ 1.29x | 1.39x | 1.17x    tessera
     1x1 conv2d 256->256 at 56x56 ................... 1.05x | 1.06x | 1.07x    tessera
     1x1 conv2d 256->64 at 56x56 .................... 1.25x | 1.21x | 0.96x
     3x3 stride 2 (64->128 at 64x64) ................ 1.06x | 1.06x | 1.07x    tessera
     3x3 stride 1, at most 13x13 output points (under 16 Winograd tiles: AVX-512 keeps
-      the direct path; Xeon, 1 thread, session 31, the weight prefetched a block ahead):
-      256->256 7x7 1.40x, 512->512 7x7 1.22x, 64->64 13x13 1.94x ..... 1.22x    tessera
+      the direct path; Xeon, 1 thread, session 31): 256->256 7x7 1.40x and 64->64
+      13x13 1.94x; 512->512 7x7 1.08x, 1.22x once its 9 MB weight was
+      prefetched a block ahead ................................ 1.22x    tessera
     3x3 / 3x3x3 stride 1, >= 16 ch per group:
       conv3d 96->96 1x96x5x26x26 ................... 0.90x | 0.90x | 0.90x
       conv2d 128->128 64x64 p1 ..................... 0.98x | 1.02x | 1.08x
@@ -153,6 +154,12 @@ def prefers_winograd_per_call(conv: ConvShape, tiles: int) -> int | None:
     return 4 if conv.in_channels * conv.out_channels <= WINOGRAD_PER_CALL_F4_WEIGHT else 2
 
 
+CHANNELWISE_GROUPS_SPEEDUP = 3.14
+"""tessera's channelwise kernel over oneDNN's packed call on groups of 2 or 4 channels (ResNeXt-50
+32x4d's 128 g32 at 56x56: 99.2 against 31.6 GFLOP/s, BENCHMARKS.md session 31); the layout table
+counts it too (``conv_layouts.py``)."""
+
+
 def channelwise_groups(c: ConvShape) -> bool:
     """Groups of 2 or 4 channels in and out: at least two a vector on either path, which the
     kernel computes channelwise (``targets/x86/conv/tiling.py``); oneDNN's call fills a
@@ -186,7 +193,7 @@ X86_RULES = (
     Rule("depthwise 3-D", lambda c: c.depthwise and c.spatial == 3, 1.18),
     Rule("depthwise 2-D", lambda c: c.depthwise, 1.07),
     Rule("grouped, 8-15 channels per group", lambda c: c.groups > 1 and c.channels_per_group >= 8, 1.28),
-    Rule("grouped, 2 or 4 channels per group in and out (channelwise)", lambda c: channelwise_groups(c), 3.27),
+    Rule("grouped, 2 or 4 channels per group in and out (channelwise)", channelwise_groups, CHANNELWISE_GROUPS_SPEEDUP),
     _STEM,
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
     Rule("grouped", lambda c: c.groups > 1, 1.15),

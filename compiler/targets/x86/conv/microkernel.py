@@ -172,13 +172,13 @@ def _dense_tap(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, accs: list[ir.Value
     the weights ``prefetch_ahead`` bytes on."""
     lanes, nr = til.lanes, til.nr
     i32 = ir.IntType(32)
-    prefetch = None if prefetch_ahead is None else intrinsic(b.module, "llvm.prefetch.p0", ir.VoidType(), [PTR] + [i32] * 3)
 
     def step(b: ir.IRBuilder, ci: ir.Value | int, accs: list[ir.Value]) -> list[ir.Value]:
         ci = i64(ci) if isinstance(ci, int) else ci
         wrow = gep(b, wb, b.mul(ci, i64(4 * nr)))
         wv = [load_vec(b, gep(b, wrow, 4 * v * lanes), lanes) for v in range(nvec)]
-        if prefetch is not None and prefetch_ahead is not None:  # read, locality 2 (prefetcht1), data
+        if prefetch_ahead is not None:  # read, locality 2 (prefetcht1), data
+            prefetch = intrinsic(b.module, "llvm.prefetch.p0", ir.VoidType(), [PTR] + [i32] * 3)
             for line in range(0, 4 * nr, 64):
                 b.call(prefetch, [gep(b, wrow, prefetch_ahead + line), *(ir.Constant(i32, a) for a in (0, 2, 1))])
         xc = gep(b, xb, b.mul(ci, i64(4 * spec.channel_stride)))

@@ -71,8 +71,8 @@ def pack_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
             k = til.group_width
             for r in range(k):  # lane j (channel c0 + j): w[c0 + j // k * k + (j % k + r) % k, j % k, tap]
                 out = b.mul(b.add(b.mul(b.add(b.mul(tap, i64(k)), i64(r)), i64(til.blocks)), blk), i64(nr))
-                lanes = tuple(((j // k * k + (j % k + r) % k) * k + j % k) * taps for j in range(nr))
-                gather_block(b, src, dst, b.add(b.mul(c0, i64(k * taps)), tap), lanes, out, til, nvalid)
+                offsets = tuple(((j // k * k + (j % k + r) % k) * k + j % k) * taps for j in range(nr))
+                gather_block(b, src, dst, b.add(b.mul(c0, i64(k * taps)), tap), offsets, out, til, nvalid)
     else:
         def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
             gb, tap, ci = idx

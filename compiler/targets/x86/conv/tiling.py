@@ -32,7 +32,7 @@ from tessera.compiler.targets.x86.conv.isa import get_conv_isa
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 
 NV_ORDER = (2, 3, 4, 1)
-DEPTHWISE_PIXELS = 16
+CHANNELWISE_PIXELS = 16
 L1_WEIGHT_BYTES = 24 * 1024
 """Packed weights of one input-channel block (all taps, one output block) kept in L1."""
 MIN_CI_BLOCK = 16
@@ -119,10 +119,10 @@ def choose_tiling(spec: ConvSpec) -> Tiling:
             # LLVM keeps each input vector in a register for the KW taps that read it:
             # mr accumulators + (mr + KW - 1) inputs + KW weights
             kw = spec.as3d("kernel")[2]
-            mr, tiles = row_tiles(spec, max(2, min(DEPTHWISE_PIXELS, (isa.registers - 2 * kw + 1) // 2)))
+            mr, tiles = row_tiles(spec, max(2, min(CHANNELWISE_PIXELS, (isa.registers - 2 * kw + 1) // 2)))
             return Tiling(lanes, 1, mr, tiles, blocks, True)
         # k accumulators and one input vector a pixel, one weight vector at a time
-        mr, tiles = row_tiles(spec, max(1, min(DEPTHWISE_PIXELS, (isa.registers - 2) // (k + 1))))
+        mr, tiles = row_tiles(spec, max(1, min(CHANNELWISE_PIXELS, (isa.registers - 2) // (k + 1))))
         return Tiling(lanes, 1, mr, tiles, blocks, True, group_width=k)
     # padded channels, one vector per tile counted 1.25x (its inner loop is load-bound: one
     # weight load and one broadcast per FMA)
