@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from tessera.compiler.codegen.irbuild import loop_hint, loop_id
 from tessera.compiler.codegen.llvm_target import BodyEmitter, LlvmTarget, extent
 from tessera.compiler.codegen.types import I64
 
@@ -35,10 +36,7 @@ def scalar_loop(module: ir.Module) -> ir.MDValue:
     LLVM unrolls a short inner loop (a row of 32) fully and would then widen the
     walk over rows instead, with gathers and scatters across rows: 3-4x slower than
     the unrolled row's own vector loads (a BatchNorm backward over 8x64x32x32)."""
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.vectorize.enable"), ir.Constant(ir.IntType(1), 0)])
-    loop = module.add_metadata([ir.MetaDataString(module, f"tessera.loop.{len(module.metadata)}")])  # a new node
-    loop.operands = (loop, hint)  # made to name itself (llvmlite has no constructor for a cycle)
-    return loop
+    return loop_id(module, loop_hint(module, "llvm.loop.vectorize.enable", False))
 
 
 class CpuLlvmTarget(LlvmTarget):

@@ -100,10 +100,31 @@ def merge(b: ir.IRBuilder, *arms: tuple[Sequence[ir.Value], ir.Block]) -> list[i
 Body = Callable[[ir.IRBuilder, ir.Value, list[ir.Value]], list[ir.Value]]
 
 
-def counted_loop(b: ir.IRBuilder, count: int | ir.Value, carried: Sequence[ir.Value], body: Body, name: str) -> list[ir.Value]:
+def loop_id(module: ir.Module, *hints: str | ir.MDValue) -> ir.MDValue:
+    """An ``llvm.loop`` ID of ``hints``: names of hints without operands
+    (``llvm.loop.unroll.disable``) or nodes of :func:`loop_hint`. Attached to a loop's
+    latch branch::
+
+        br i1 %more, label %ci, label %ci.end, !llvm.loop !1
+        !0 = !{!"llvm.loop.unroll.disable"}
+        !1 = !{!1, !0}                                ; a loop ID names itself first"""
+    nodes = [h if isinstance(h, ir.MDValue) else module.add_metadata([ir.MetaDataString(module, h)]) for h in hints]
+    loop = module.add_metadata([ir.MetaDataString(module, f"tessera.loop.{len(module.metadata)}")])  # a new node
+    loop.operands = (loop, *nodes)  # made to name itself (llvmlite has no constructor for a cycle)
+    return loop
+
+
+def loop_hint(module: ir.Module, name: str, value: bool) -> ir.MDValue:
+    """A loop hint with a boolean operand, for :func:`loop_id`: ``!{!"<name>", i1 <value>}``."""
+    return module.add_metadata([ir.MetaDataString(module, name), ir.Constant(I1, int(value))])
+
+
+def counted_loop(b: ir.IRBuilder, count: int | ir.Value, carried: Sequence[ir.Value], body: Body, name: str,
+                 hints: Sequence[str] = ()) -> list[ir.Value]:
     """Runs ``body(b, iv, carried) -> carried`` for ``iv`` in ``[0, count)``, the
     values threaded through phis; returns the final ones. A static count of
-    0 or 1 emits no loop; a run-time count is guarded against 0."""
+    0 or 1 emits no loop; a run-time count is guarded against 0. ``hints``:
+    ``llvm.loop`` hints of the loop (:func:`loop_id`)."""
     carried = list(carried)
     if isinstance(count, int):
         if count <= 0:
@@ -133,7 +154,9 @@ def counted_loop(b: ir.IRBuilder, count: int | ir.Value, carried: Sequence[ir.Va
     for p, v in zip(phis, new, strict=True):
         p.add_incoming(v, latch)
     bound = i64(count) if isinstance(count, int) else count
-    b.cbranch(b.icmp_signed("<", nxt, bound), loop, done)
+    latch_branch = b.cbranch(b.icmp_signed("<", nxt, bound), loop, done)
+    if hints:
+        latch_branch.set_metadata("llvm.loop", loop_id(b.module, *hints))
     b.position_at_end(done)
     if isinstance(count, int):
         return new

@@ -56,12 +56,20 @@ def test_relayout_with_other_users_stays(kernel_host):
     assert conv.input is relayout.input and {type(u.operation) for u in relayout.result.uses} == {tsr.AddOp}
 
 
-@pytest.mark.parametrize("cin,elem", [(8, "f32"), (128, "f32"), (32, "bf16")])
+@pytest.mark.parametrize("cin,elem", [(128, "f32"), (32, "bf16")])
 def test_kept_where_the_cost_model_says_the_relayout_pays(kernel_host, cin, elem):
-    """Fewer than 16 or more than 64 input channels, or not f32: the relayout stays."""
+    """More than 64 input channels, or not f32: the relayout stays."""
     after = check_pass(parse(graph(cin, elem=elem)), "fold-relayouts-into-convs{target=x86}")
     (conv,) = ops(after, tsr.ConvOp)
     assert isinstance(conv.input.owner, tsr.RelayoutOp)
+
+
+@pytest.mark.parametrize("cin", [3, 8])
+def test_a_stem_of_few_channels_reads_the_nchw_input(kernel_host, cin):
+    """A conv of fewer than 16 input channels (a network's first) reads its NCHW input itself."""
+    after = check_pass(parse(graph(cin)), "fold-relayouts-into-convs{target=x86}")
+    (conv,) = ops(after, tsr.ConvOp)
+    assert not ops(after, tsr.RelayoutOp) and not isinstance(conv.input.owner, tsr.RelayoutOp)
 
 
 def test_compiled_model_reads_its_nchw_input_in_the_first_conv(kernel_host):

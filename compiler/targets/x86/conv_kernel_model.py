@@ -22,6 +22,7 @@ clock | 2 threads, wall clock, Inductor compiling between the shapes::
     depthwise 3-D (3x3x3, 64 ch, 4x32x32) .......... 1.18x | 1.72x | 0.95x    tessera (median 1.18)
     depthwise 2-D (3x3, 256 ch, 56x56) ............. 1.10x | 1.07x | 1.00x    tessera (median 1.07)
     C_in/groups < 16 (3->64 at 224x224) ............ 0.37x | 0.54x | 0.44x    oneDNN
+      (one group, its taps rolled since session 32: 0.74x-3.5x, FEW_CHANNELS_SPEEDUP)  tessera
     grouped, 16 ch per group (g=8, 128 ch) ......... 1.15x | 1.14x | 1.23x    tessera
     grouped, 8 ch per group (RegNetY-400MF's 3x3, AMD EPYC, 1 thread, session 18):
       48 g6 56x56 1.15x, 104 g13 28x28 1.28x, 208 g26 14x14 1.03x,
@@ -177,15 +178,40 @@ _ONE_POINT = Rule("one output point (a squeeze-excite 1x1 on pooled channels)", 
 (``bench/conv_kernels.py``, AMD EPYC, 1 thread: 8->32 10.2x, 4->96 10.3x, 48->1152 5.2x).
 Either layout of a ``1xCx1x1`` tensor is the same memory."""
 
+FEW_CHANNELS_SPEEDUP = 1.15
+"""tessera's kernel over oneDNN's prepacked call on a conv of one group and fewer than 16 input
+channels (a stem's 3), channels-last (grouped ones keep 0.44x: a dense tile of a group's few
+output channels fills few lanes). Until session 32 the kernel ran these at 36-46% of the FMA peak
+(0.44x oneDNN): its 3-step channel loops, unrolled with the taps, let LLVM keep broadcasts
+live across taps and spill them; the taps are loops now (``microkernel._rolled_taps``).
+``bench/conv_kernels.py --threads 1 --cpu-time``, Xeon (AVX-512), session 32, speedup::
+
+    7x7 s2 3->64 224x224 (ResNet) ... 1.14x 1.08x    3x3 3->64 224x224 ........ 0.78x 0.74x
+    7x7 s2 3->96 224x224 (SqueezeNet) 1.03x          3x3 4->128 224x224 ....... 0.98x
+    4x4 s4 3->96 224x224 (ConvNeXt) . 1.35x          3x3 4->512 64x64 ......... 1.18x 1.10x
+    3x3 3->64 64x64 ................. 1.97x          3x3 8->64 64x64 .......... 1.30x
+    3x3 4->512 128x128 .............. 3.5x (oneDNN allocating a 32 MB output)
+
+The median is taken. Stride 1 at 224x224 both are bound by the output's write (12.8 MB and
+more); oneDNN leads there. ``_STEM`` keeps its own end-to-end figure."""
+
+FEW_CHANNELS_NCHW_SPEEDUP = 1.15
+"""The kernel reading a ``C_in < 16`` conv's NCHW input (a network's image) over a relayout kernel
+before it: with its taps as loops (``FEW_CHANNELS_SPEEDUP``) it runs either layout at the same
+speed (7x7 s2 3->64: 1.347 against 1.343 ms; 3x3 s2 3->32: 0.132 against 0.135), so the relayout
+it saves is the gain (0.065 ms at 3x224x224 over a 3x3 stem's 0.135: ~1.5x; over a 7x7 stem's
+1.35 ms, 1.05x). End to end, freezing, 1 thread, alternating processes: MobileNetV3-small
+2.045, 2.048, 2.122 ms with it against 2.081, 2.116, 2.125 without."""
+
 _STEM = Rule("a 3x3 stride-2 stem (C_in < 16)", lambda c: (
     c.spatial == 2 and c.groups == 1 and c.channels_per_group < 16 and c.kernel == (3, 3) and c.stride == (2, 2)), 1.5)
 """MobileNetV2's, EfficientNet's and RegNetY's first conv (3->32 at 224x224). Alone both
-run it at ~170 GFLOP/s (``bench/conv_kernels.py``: 1.01x); in the network oneDNN's call
-costs 0.29-0.41 ms against ~0.13 alone (likely the 1.6 MB output it allocates on each
-call, faulted in; not measured apart), and the kernel, writing a kept buffer, saved
-0.13-0.17 ms end to end (interleaved A/B,
-1 thread, freezing: MobileNetV2 4.75 -> 4.58 ms, RegNetY-400MF 7.79 -> 7.65): ~1.5x.
-ResNet's 7x7 stem stays on oneDNN (alone 0.49x)."""
+ran it at ~170 GFLOP/s (``bench/conv_kernels.py``: 1.01x); in the network oneDNN's call costs
+0.29-0.41 ms against ~0.13 alone (likely the 1.6 MB output it allocates on each call, faulted
+in; not measured apart), and the kernel, writing a kept buffer, saved
+0.13-0.17 ms end to end (interleaved A/B, 1 thread, freezing: MobileNetV2 4.75 -> 4.58 ms,
+RegNetY-400MF 7.79 -> 7.65): ~1.5x. On the Xeon of session 32 the kernel ran it at 115 GFLOP/s
+before its taps were rolled (``FEW_CHANNELS_SPEEDUP``) and 135-160 after: 1.5x oneDNN's call."""
 
 X86_RULES = (
     *_NO_KERNEL,
@@ -195,6 +221,7 @@ X86_RULES = (
     Rule("grouped, 8-15 channels per group", lambda c: c.groups > 1 and c.channels_per_group >= 8, 1.28),
     Rule("grouped, 2 or 4 channels per group in and out (channelwise)", channelwise_groups, CHANNELWISE_GROUPS_SPEEDUP),
     _STEM,
+    Rule("C_in < 16, one group", lambda c: c.groups == 1 and c.channels_per_group < 16, FEW_CHANNELS_SPEEDUP),
     Rule("C_in/groups < 16", lambda c: c.channels_per_group < 16, 0.44),
     Rule("grouped", lambda c: c.groups > 1, 1.15),
     Rule("1x1x1 conv3d", lambda c: c.pointwise and c.spatial == 3, 1.29),
@@ -211,6 +238,7 @@ X86_CONTIGUOUS_INPUT_RULES = (
     *_NO_KERNEL,
     _CHANNELS_LAST_ONLY,
     _ONE_POINT,
+    Rule("C_in < 16, one group", lambda c: c.groups == 1 and c.channels_per_group < 16, FEW_CHANNELS_NCHW_SPEEDUP),
     Rule("C_in/groups < 16 (the kernel's own class: 0.44x channels-last)", lambda c: c.channels_per_group < 16, 0.44),
     Rule("3-D", lambda c: c.spatial == 3, 1.01),
     Rule("C_in/groups > 64", lambda c: c.channels_per_group > 64, 1.02),

@@ -59,6 +59,8 @@ from tessera.compiler.targets.x86.conv.tiling import Tiling, WTile
 
 TILE_ARGS = ("x", "w", "out", "bias", "res", "od", "oh", "ow0", "ci_n", "first", "last")
 CI_UNROLL = 4
+ROLLED_TAP_CHANNELS = 16
+"""Dense convs of fewer input channels a group loop over a row's taps (``_rolled_taps``)."""
 
 
 def tile_name(kernel: str, tile: WTile, nvalid: int) -> str:
@@ -95,21 +97,29 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
     def taps_of_row(b: ir.IRBuilder, accs: list[ir.Value], row: ir.Value, kd: ir.Value, kh: ir.Value) -> list[ir.Value]:
         """Every ``kw`` tap of input row ``row`` (pixel index of the row's first pixel)."""
         tap0 = b.mul(b.add(b.mul(kd, i64(KH)), kh), i64(KW))
+
+        def tap(b: ir.IRBuilder, kw: ir.Value | int, accs: list[ir.Value], pixels: list[int]) -> list[ir.Value]:
+            kwv = i64(kw) if isinstance(kw, int) else kw
+            first = b.add(b.add(row, iw0), b.mul(kwv, i64(dw)))  # input pixel of tile pixel 0 at this tap
+            xb = gep(b, x, b.mul(first, i64(4 * spec.pixel_stride)))
+            t = b.add(tap0, kwv)
+            if til.channelwise:
+                wtap = gep(b, w, b.mul(t, i64(4 * til.group_width * til.blocks * til.nr)))
+                tap_fn = _depthwise_tap if til.group_width == 1 else _grouped_tap
+                return tap_fn(b, til, accs, xb, wtap, pixels, nvec, nvalid, sw * cin)
+            return _dense_tap(b, spec, til, accs, xb, gep(b, w, b.mul(t, i64(4 * spec.cin_g * til.nr))),
+                              pixels, nvec, sw * spec.pixel_stride, ci_n if blocked else spec.cin_g,
+                              _prefetch_ahead(spec, til))
+
+        if _rolled_taps(spec, til):
+            for kw0, kw1, pixels in _tap_runs(spec, tile):
+                accs = counted_loop(b, kw1 - kw0, accs, lambda b, i, a, kw0=kw0, px=pixels:
+                                    tap(b, b.add(i, i64(kw0)), a, px), "kw", ("llvm.loop.unroll.disable",))
+            return accs
         for kw in range(KW):
             pixels = _valid_pixels(spec, tile, kw)
-            if not pixels:
-                continue
-            first = b.add(b.add(row, iw0), i64(kw * dw))  # input pixel of tile pixel 0 at this tap
-            xb = gep(b, x, b.mul(first, i64(4 * spec.pixel_stride)))
-            tap = b.add(tap0, i64(kw))
-            if til.channelwise:
-                wtap = gep(b, w, b.mul(tap, i64(4 * til.group_width * til.blocks * til.nr)))
-                tap_fn = _depthwise_tap if til.group_width == 1 else _grouped_tap
-                accs = tap_fn(b, til, accs, xb, wtap, pixels, nvec, nvalid, sw * cin)
-            else:
-                accs = _dense_tap(b, spec, til, accs, xb, gep(b, w, b.mul(tap, i64(4 * spec.cin_g * til.nr))),
-                                  pixels, nvec, sw * spec.pixel_stride, ci_n if blocked else spec.cin_g,
-                                  _prefetch_ahead(spec, til))
+            if pixels:
+                accs = tap(b, kw, accs, pixels)
         return accs
 
     def kh_loop(b: ir.IRBuilder, kd: ir.Value, id_: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
@@ -148,6 +158,30 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
     store_raw(b, spec, rows, out_tile, nvalid)
     b.ret_void()
     return fn
+
+
+def _rolled_taps(spec: ConvSpec, til: Tiling) -> bool:
+    """Whether a row's ``kw`` taps are loops LLVM leaves rolled (runs of the taps that the
+    same pixels read, ``_tap_runs``) rather than unrolled: dense convs of few input channels
+    a group. Unrolled, a stem's 3-channel taps were one block to LLVM, which saw that pixel
+    ``p`` at tap ``kw + stride`` reads what pixel ``p + 1`` read at ``kw``, kept each
+    broadcast live from one to the other and spilled them: 7x7 3 -> 64 at 224x224, stride 2,
+    ran at 83 GFLOP/s against oneDNN's 154, rolled at 169 (AVX-512, 1 thread, session 32)."""
+    return not til.channelwise and spec.cin_g < ROLLED_TAP_CHANNELS
+
+
+def _tap_runs(spec: ConvSpec, tile: WTile) -> list[tuple[int, int, list[int]]]:
+    """``(kw0, kw1, pixels)``: the runs of taps ``kw0 <= kw < kw1`` that the same pixels of
+    ``tile`` read (all of them in a dynamic tile; fewer where a static one meets the padding),
+    each a loop over its taps (``_rolled_taps``)."""
+    runs: list[tuple[int, int, list[int]]] = []
+    for kw in range(spec.as3d("kernel")[2]):
+        pixels = _valid_pixels(spec, tile, kw)
+        if runs and runs[-1][1] == kw and runs[-1][2] == pixels:
+            runs[-1] = (runs[-1][0], kw + 1, pixels)
+        elif pixels:
+            runs.append((kw, kw + 1, pixels))
+    return runs
 
 
 def _prefetch_ahead(spec: ConvSpec, til: Tiling) -> int | None:
