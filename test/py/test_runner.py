@@ -69,8 +69,11 @@ def test_steady_state_runs_are_the_interpreters(compared, name, dynamic, freezin
                 got = compiled(xs)
             torch.testing.assert_close(got, model(xs), rtol=1e-4, atol=1e-4)
     assert compared, "no run took the straight-line function"
-    if dynamic:  # the steady state of a dynamic program is its program bound to the run's sizes
-        assert any(isinstance(s, Launch) and isinstance(s.kernel, BoundKernel) for p in compared for s in p.steps)
+    if dynamic:  # the steady state of a dynamic program is its program bound to the run's sizes: static
+        # allocations, and its dynamic kernels bound (a conv's kernel is one for these sizes)
+        assert not any(isinstance(s, SizedAlloc) for p in compared for s in p.steps)
+        assert any(isinstance(s, Launch) and isinstance(s.kernel, BoundKernel) for p in compared for s in p.steps) or (
+            name == "mobilenet_block")  # its one fused kernel, the input's relayout, is in the first conv now
 
 
 @pytest.fixture(scope="module")
