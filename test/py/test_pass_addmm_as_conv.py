@@ -71,11 +71,12 @@ func.func @forward(%x: {x}, %wt: {w}) -> {y} {{
     assert conv.bias is None and not ops(after, tsr.MatmulOp)
 
 
-def test_with_freezing_fewer_rows_become_a_conv():
-    """A weight packed once pays from 8 rows; packed on every call, from 64."""
-    frozen = check_pass(parse(linear(m=16)), PASS[:-1] + " freezing=true}", rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("m", [1, 16])
+def test_with_freezing_fewer_rows_become_a_conv(m):
+    """A weight packed once pays from 1 row (a classifier's GEMV); packed on every call, from 64."""
+    frozen = check_pass(parse(linear(m=m)), PASS[:-1] + " freezing=true}", rtol=1e-5, atol=1e-5)
     assert ops(frozen, tsr.ConvOp) and not ops(frozen, tsr.AddmmOp)
-    per_call = check_pass(parse(linear(m=16)), PASS)
+    per_call = check_pass(parse(linear(m=m)), PASS)
     assert ops(per_call, tsr.AddmmOp) and not ops(per_call, tsr.ConvOp)
 
 
