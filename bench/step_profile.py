@@ -6,6 +6,7 @@ the call costs outside the program (Dynamo's guards, AOTAutograd's wrappers).
     .venv/bin/python bench/step_profile.py --model zoo:regnet_y_400mf --size 224 [--top 30] [--dtype bfloat16]
     .venv/bin/python bench/step_profile.py --model zoo:resnet18 --batch 8 --training
     .venv/bin/python bench/step_profile.py --model zoo:autoencoder_kl_decode --size 32 --no-freezing
+    .venv/bin/python bench/step_profile.py --model zoo:mobilenet_v2 --size 224 --cold    # caches swept first
 
 Uses each example's ``benchmark()`` size, or a model of the zoo
 (``test/py/zoo_models.py``, BatchNorm calibrated) at its inputs, an image's (or a
@@ -68,9 +69,13 @@ def _model(name: str, size: int | None, batch: int | None = None,
                                   for a in args)
 
 
+COLD_BYTES = 512 << 20
+"""``--cold``: bytes written between calls, past every cache a core reaches (this Xeon's L3: 260 MB)."""
+
+
 def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None, top: int | None = None,
             batch: int | None = None, dtype: torch.dtype = torch.float32, training: bool = False,
-            freezing: bool = True) -> None:
+            freezing: bool = True, cold: bool = False) -> None:
     model, args = _model(name, size, batch, dtype)
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
@@ -113,7 +118,10 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
             call()
         walls = []
         recording["on"] = True
+        sweep = torch.zeros(COLD_BYTES // 4) if cold else None
         for _ in range(reps):
+            if sweep is not None:  # what an interleaved benchmark's other models do to the caches
+                sweep.add_(1.0)
             start = time.perf_counter()
             call()
             walls.append(time.perf_counter() - start)
@@ -127,6 +135,7 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
     elif not freezing:
         mode += " (no freezing)"
     mode += f" ({dtype})" if dtype != torch.float32 else ""
+    mode += " (caches swept before each call)" if cold else ""
     print(f"## {name}{mode}: {wall * 1e3:.2f} ms per call (mean of {reps}); program steps {inside * 1e3:.2f} ms; "
           f"outside the program {(wall - inside) * 1e3:.2f} ms")
     by_kind: dict[str, float] = collections.defaultdict(float)
@@ -155,10 +164,11 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--training", action="store_true", help="profile a training step (forward and backward)")
     ap.add_argument("--no-freezing", action="store_true", help="inference without freezing (weights packed per call)")
+    ap.add_argument("--cold", action="store_true", help="sweep the caches before each call (as interleaved runs do)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     profile(a.model, a.reps, a.dynamic, a.size, a.top, a.batch, getattr(torch, a.dtype), a.training,
-            not a.no_freezing)
+            not a.no_freezing, a.cold)
 
 
 if __name__ == "__main__":
