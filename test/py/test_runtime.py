@@ -452,8 +452,9 @@ def test_memory_plan_gives_a_slot_new_memory_while_something_else_holds_it(scale
         for t, (xh, sh) in zip(held, ((x, s), (x2, s2), (x, s), (x2, s2))[:i + 1]):
             torch.testing.assert_close(t, scale_reference(xh, sh), rtol=1e-5, atol=1e-5)
 
-    ext = []
-    chain = Program(steps=_chain(k, nhwc, [Call(torch.relu, (4,), (5,))]), inputs=(0, 1), outputs=(5,))
+    ext = []  # the interpreter checks every slot (a straight-line function pins those of launches alone: below)
+    chain = Program(steps=_chain(k, nhwc, [Call(torch.relu, (4,), (5,))]), inputs=(0, 1), outputs=(5,),
+                    straight_line=False)
     assert 2 in chain._memory.plan.slot_of
     memory = chain._memory
     chain.run(x, s)
@@ -466,6 +467,39 @@ def test_memory_plan_gives_a_slot_new_memory_while_something_else_holds_it(scale
     for _ in range(3):
         want = scale_reference(want, s2)
     torch.testing.assert_close(y, want.relu(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_straight_line_function_pins_the_slots_only_launches_touch(scale_module):
+    """Planned buffers that only kernel launches read and write (addresses alone: nothing
+    outside can hold them) are the straight-line function's constants, view and address;
+    a slot a call reads stays checked on every run. Results are right run after run, and
+    after the memory plan lets its blocks go (the function keeps its own)."""
+    from tessera.runtime.runner import pinned_views
+
+    k = scale_module.kernel("scale")
+    nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
+    steps = [Alloc(2, nhwc), Launch(k, (0, 1, 2)), Alloc(3, nhwc), Launch(k, (2, 1, 3)),
+             Call(lambda t: t.sum(), (3,), (9,)), Alloc(4, nhwc), Launch(k, (3, 1, 4)), Alloc(6, nhwc),
+             Launch(k, (4, 1, 6))]
+    prog = Program(steps=steps, inputs=(0, 1), outputs=(6,))
+    x, s, _ = scale_inputs()
+    want = x
+    for _ in range(4):
+        want = scale_reference(want, s)
+    for _ in range(3):
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-4)
+    slot_of = prog._memory.plan.slot_of
+    pinned = pinned_views(prog)
+    assert 2 in slot_of and 3 in slot_of and slot_of[3] not in {slot_of[b] for b in pinned}  # 3 is read by a call
+    assert pinned and all(pinned[b] is prog._memory.views[b] for b in pinned)
+    source = prog._straight_line(False).source
+    assert all(f"b{b}.data_ptr()" not in source and str(v.data_ptr()) in source for b, v in pinned.items())
+    assert "b3.data_ptr()" in source
+    prog._memory.release()
+    for _ in range(2):
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-4)
 
 
 def test_program_checks_launches_again_when_its_inputs_change(scale_module, monkeypatch):
