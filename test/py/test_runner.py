@@ -18,7 +18,6 @@ from tessera.runtime.errors import ProgramError
 from tessera.runtime.layouts import SizedLayout
 from tessera.runtime.program import SizedAlloc
 from tessera.runtime.runner import straight_line
-from tessera.runtime.kernel import BoundKernel
 
 from conftest import example
 from kernel_testing import load
@@ -56,7 +55,12 @@ def compared(monkeypatch):
     ("vae2d_block", True, False), ("video_vae_block", True, True), ("resnet_block", False, False),
     ("mobilenet_block", True, False), ("unet_block", False, True), ("mlp", True, False),
 ])
-def test_steady_state_runs_are_the_interpreters(compared, name, dynamic, freezing):
+def test_steady_state_runs_are_the_interpreters(compared, monkeypatch, name, dynamic, freezing):
+    import tessera.runtime.program as program_module
+
+    bound: list[Program] = []  # what bind_sizes made
+    bind = program_module.bind_sizes
+    monkeypatch.setattr(program_module, "bind_sizes", lambda p, sizes: bound.append(bind(p, sizes)) or bound[-1])
     model, (x,) = example(name)
     compiled = torch.compile(model, backend="tessera", dynamic=dynamic, options={"strict": True, "freezing": freezing})
     sizes = [tuple(x.shape)]
@@ -69,11 +73,11 @@ def test_steady_state_runs_are_the_interpreters(compared, name, dynamic, freezin
                 got = compiled(xs)
             torch.testing.assert_close(got, model(xs), rtol=1e-4, atol=1e-4)
     assert compared, "no run took the straight-line function"
-    if dynamic:  # the steady state of a dynamic program is its program bound to the run's sizes: static
-        # allocations, and its dynamic kernels bound (a conv's kernel is one for these sizes)
-        assert not any(isinstance(s, SizedAlloc) for p in compared for s in p.steps)
-        assert any(isinstance(s, Launch) and isinstance(s.kernel, BoundKernel) for p in compared for s in p.steps) or (
-            name == "mobilenet_block")  # its one fused kernel, the input's relayout, is in the first conv now
+    if dynamic:  # the steady state of a dynamic program is its program bound to the run's sizes (bind_sizes):
+        # static allocations, no kernel left taking its sizes at run time
+        assert any(p in bound for p in compared)
+        assert not any(isinstance(s, SizedAlloc) or (isinstance(s, Launch) and getattr(s.kernel, "dynamic", False))
+                       for p in compared for s in p.steps)
 
 
 @pytest.fixture(scope="module")

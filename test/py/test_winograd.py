@@ -112,7 +112,8 @@ def test_winograd_checks_then_trusts_and_pickles():
 @needs_avx2
 def test_convs_of_one_thread_share_the_largest_scratch():
     """Two convs of different sizes share V and M (grown to the larger one's), and a
-    trusted launch after the other conv ran is still exact."""
+    trusted launch after the other conv ran is still exact, on views of the grown scratch
+    that later launches reuse."""
     from tessera.compiler.targets.x86.conv.winograd import _SCRATCH
 
     isa = select_conv_isa()
@@ -125,6 +126,10 @@ def test_convs_of_one_thread_share_the_largest_scratch():
     assert [t.numel() for t in _SCRATCH.flat] == [ws_l.points * ws_l.tiles * n for n in (32, 48)]
     out_s.fill_(float("nan"))
     conv_s.launch_trusted([*args_s, out_s])
+    views = conv_s._views_of  # its views, kept between launches, are of the grown scratch (the old block let go)
+    assert views[0] is _SCRATCH.flat[0] and views[1] is _SCRATCH.flat[1]
+    conv_s.launch_trusted([*args_s, out_s])
+    assert conv_s._views_of is views
     for got, want in ((out_s, want_s), (out_l, want_l)):
         assert (got - want).abs().max() / want.abs().max().clamp_min(1.0) < 2e-5
 

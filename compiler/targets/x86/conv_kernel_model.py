@@ -200,8 +200,11 @@ FEW_CHANNELS_NCHW_SPEEDUP = 1.15
 before it: with its taps as loops (``FEW_CHANNELS_SPEEDUP``) it runs either layout at the same
 speed (7x7 s2 3->64: 1.347 against 1.343 ms; 3x3 s2 3->32: 0.132 against 0.135), so the relayout
 it saves is the gain (0.065 ms at 3x224x224 over a 3x3 stem's 0.135: ~1.5x; over a 7x7 stem's
-1.35 ms, 1.05x). End to end, freezing, 1 thread, alternating processes: MobileNetV3-small
-2.045, 2.048, 2.122 ms with it against 2.081, 2.116, 2.125 without."""
+1.35 ms, 1.05x). 1.15 lies between those two derived figures; it was not measured as one ratio
+(``bench/conv_layout_folds.py`` compiles without freezing, where these convs stay on oneDNN:
+1.03x there for 3->64 at 224x224 and 3->32 at 112x112). End to end, freezing, 1 thread,
+alternating processes: MobileNetV3-small 2.045, 2.048, 2.122 ms with it against 2.081, 2.116,
+2.125 without."""
 
 _STEM = Rule("a 3x3 stride-2 stem (C_in < 16)", lambda c: (
     c.spatial == 2 and c.groups == 1 and c.channels_per_group < 16 and c.kernel == (3, 3) and c.stride == (2, 2)), 1.5)

@@ -111,9 +111,6 @@ class WinogradConv:
             raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r}")
         self.ws = ws = WinogradSpec(spec, m)
         self.kernels = (_load(WINOGRAD_INPUT, ws), load_conv(ws.gemm), _load(WINOGRAD_OUTPUT, ws))
-        self._serial = tuple((k.serial, k.signature.grid_size) if k.serial is not None and k.default_chunks <= 1
-                             and not k.dynamic and not k.empty else None for k in self.kernels)
-        """Each kernel's machine code and grid where a trusted launch is one call of it on this thread."""
         self._views_of: tuple[torch.Tensor, ...] | None = None
         """The scratch blocks ``V`` and ``M`` last came from, and the views of them (``_views``)."""
 
@@ -129,7 +126,8 @@ class WinogradConv:
 
     def _views(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``V`` and ``M`` on this thread's scratch: last call's views while its blocks are the
-        same (building them costs ~25 us of Python, a program step's whole launch overhead)."""
+        same: building them cost ~30 us of Python a launch, its three kernels ~8 (16 -> 16 at 8x8;
+        with the views kept the launch takes ~10 us; DenseNet-121 runs 42 a call)."""
         flat, kept = _SCRATCH.flat, self._views_of
         if kept is not None and kept[0] is flat[0] and kept[1] is flat[1]:
             return kept[2], kept[3]
@@ -140,16 +138,12 @@ class WinogradConv:
     def _steps(self, tensors: Sequence[torch.Tensor]) -> zip:
         x, w, *rest = tensors
         v, m = self._views()
-        return zip(self.kernels, self._serial, ((x, v), (v, w, m), (m, *rest)), strict=True)
+        return zip(self.kernels, ((x, v), (v, w, m), (m, *rest)), strict=True)
 
     def __call__(self, *tensors: torch.Tensor) -> None:
-        for kernel, _, args in self._steps(tensors):
+        for kernel, args in self._steps(tensors):
             kernel(*args)
 
     def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
-        for kernel, serial, args in self._steps(tensors):
-            if serial is None:
-                kernel.launch_trusted(args)
-            else:  # what Kernel.launch_trusted does for one chunk, without its layers
-                fn, total = serial
-                fn(*[t.data_ptr() for t in args], 0, total)
+        for kernel, args in self._steps(tensors):
+            kernel.launch_trusted(args)
