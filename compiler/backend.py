@@ -91,6 +91,7 @@ class BackendOptions:
         target = self.target_for("cpu")
         optional = [pass_name(p) for p in (*target.graph_pipeline(freezing=True), *target.fusion_pipeline())
                     if p not in ("dce", "fuse-kernels")]
+        optional += ["widen-half"] if "widen-half" not in optional else []  # in the pipeline on some CPUs only
         unknown = sorted(set(self.disable) - set(optional))
         if unknown:
             raise ValueError(f"tessera: cannot disable {unknown}: not in the {target.name} pipeline "
@@ -106,9 +107,9 @@ class BackendOptions:
         except UnknownTarget:
             return targets.host_cpu()
 
-    def pipeline(self) -> tuple[str, ...]:
-        """The target's graph pipeline (``Target.graph_pipeline(freezing)``) without the disabled passes."""
-        return without(self.target_for("cpu").graph_pipeline(self.freezing), self.disable)
+    def pipeline(self, features: str | None = None) -> tuple[str, ...]:
+        """The target's graph pipeline (``Target.graph_pipeline(freezing, features)``) without the disabled passes."""
+        return without(self.target_for("cpu").graph_pipeline(self.freezing, features), self.disable)
 
     def compile_options(self, device: torch.device) -> CompileOptions:
         """The options of a graph on ``device``, resolved once: its target, and the
@@ -342,7 +343,7 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     try:
         result = import_graph(gm)
         verify_module(result.module)
-        build_pipeline(options.pipeline()).apply(make_context(), result.module)
+        build_pipeline(options.pipeline(compile_options.features)).apply(make_context(), result.module)
         verify_module(result.module)
     except Exception as e:  # noqa: BLE001 - any failure here must not reach the user's program
         report.status, report.reason = ATEN, _reason(e)

@@ -45,7 +45,7 @@ def _graph(prev: StageOutput, opts: CompileOptions) -> StageOutput:
 
 def _graph_opt(prev: StageOutput, opts: CompileOptions) -> StageOutput:
     module = prev.value.clone()
-    pipeline = without(targets.get(opts.target).graph_pipeline(opts.freezing), opts.disable)
+    pipeline = without(targets.get(opts.target).graph_pipeline(opts.freezing, opts.features), opts.disable)
     build_pipeline(pipeline).apply(make_context(), module)
     verify_module(module)
     return StageOutput(module, print_module(module), "mlir")

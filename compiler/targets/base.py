@@ -105,8 +105,14 @@ class Target:
         raise NotImplementedError
 
     # -- pipelines ------------------------------------------------------------------
-    def graph_pipeline(self, freezing: bool = False) -> tuple[str, ...]:
-        """Typed constants; per-channel affines (an eval BatchNorm) folded into the conv
+    def widened_halves(self, features: str | None = None) -> tuple[str, ...]:
+        """The half dtypes (``bf16``, ``f16``) whose convs and GEMMs run faster in f32
+        on ``features`` (``widen-half``); none unless a target measured it."""
+        return ()
+
+    def graph_pipeline(self, freezing: bool = False, features: str | None = None) -> tuple[str, ...]:
+        """Typed constants; half-precision convs and GEMMs computed in f32 where the
+        target says that is faster (``widened_halves``); per-channel affines (an eval BatchNorm) folded into the conv
         before them: with ``freezing`` every one, without it only where the conv's
         weight is no larger than its output (a folded weight is a new weight, computed
         and packed again on every call: folding every one took 2.4x the time of
@@ -116,8 +122,10 @@ class Target:
         relayouts that makes hoisted toward producers and inputs (cse merges the
         copies that meet), cancelled in pairs, and fused into the kernels that write
         or read the data; then dead code goes."""
+        halves = self.widened_halves(features)
         return (
             f"cast-constants{{policy={self.half_compute}}}",
+            *([f'widen-half{{dtypes="{",".join(halves)}"}}'] if halves else []),
             "fold-affine-into-conv" if freezing else "fold-affine-into-conv{per_call=true}",
             "fold-upsample-into-conv",
             f"assign-layouts{{target={self.name}}}",

@@ -33,6 +33,19 @@ class X86(CpuTarget):
         return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa,
                             own_conv_rows=row_view)
 
+    def widened_halves(self, features: str | None = None) -> tuple[str, ...]:
+        """bf16 and f16 convs and GEMMs run in f32 on tessera's kernels unless the CPU
+        computes the type faster: AMX tiles (``amx-bf16``, ``amx-fp16``), or an AMD core
+        with AVX-512 BF16 (``sse4a`` marks AMD), whose ``vdpbf16ps`` does twice the f32
+        FMA's work. An Intel core without AMX retires a ``vdpbf16ps`` every two cycles
+        (half the f32 FMA rate, ``bench/half_math.py``), and oneDNN's bf16 and f16 convs
+        there run at about half its f32 ones (BENCHMARKS.md, session 33)."""
+        from .codegen import enabled_features
+
+        on = enabled_features(self.codegen(features).features)
+        native_bf16 = "amx-bf16" in on or {"avx512bf16", "sse4a"} <= on
+        return tuple(d for d, native in (("bf16", native_bf16), ("f16", "amx-fp16" in on)) if not native)
+
     def codegen(self, features: str | None = None, cpu: str | None = None) -> X86Target:
         return X86Target(features=features, cpu=cpu)
 

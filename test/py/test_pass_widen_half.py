@@ -1,0 +1,137 @@
+"""``widen-half``: bf16/f16 convs and GEMMs computed in f32 where the target says
+that is faster, checked by the interpreter and end to end against float64."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from tessera.compiler import targets
+from tessera.compiler.backend import BackendOptions
+from tessera.compiler.report import collect_reports
+
+from pass_testing import check_pass, parse
+
+CHAIN = """
+func.func @forward(%x: tensor<1x4x8x8xbf16>, %w: tensor<4x4x3x3xbf16>, %s: tensor<4x1x1xf32>) -> tensor<1x4x8x8xbf16> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x8x8xbf16>, tensor<4x4x3x3xbf16>) -> tensor<1x4x8x8xbf16>
+  %m = tsr.mul %y, %s : (tensor<1x4x8x8xbf16>, tensor<4x1x1xf32>) -> tensor<1x4x8x8xf32>
+  %mb = tsr.convert %m : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xbf16>
+  %r = tsr.relu %mb : (tensor<1x4x8x8xbf16>) -> tensor<1x4x8x8xbf16>
+  %z = tsr.conv %r, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x8x8xbf16>, tensor<4x4x3x3xbf16>) -> tensor<1x4x8x8xbf16>
+  %a = tsr.add %z, %r : (tensor<1x4x8x8xbf16>, tensor<1x4x8x8xbf16>) -> tensor<1x4x8x8xbf16>
+  %p = tsr.mean %a {dims = array<i64: 2, 3>, keepdim = false} : (tensor<1x4x8x8xbf16>) -> tensor<1x4xbf16>
+  %o = tsr.reshape %p : (tensor<1x4xbf16>) -> tensor<1x4x1x1xbf16>
+  %e = tsr.expand %o : (tensor<1x4x1x1xbf16>) -> tensor<1x4x8x8xbf16>
+  %q = tsr.mul %a, %e : (tensor<1x4x8x8xbf16>, tensor<1x4x8x8xbf16>) -> tensor<1x4x8x8xbf16>
+  func.return %q : tensor<1x4x8x8xbf16>
+}
+"""
+
+
+def test_interpreter_agrees_and_only_f32_between():
+    """The widened module computes what the bf16 one does, within bf16's rounding,
+    and every op but the input widenings and the final rounding is f32."""
+    after = check_pass(parse(CHAIN), 'widen-half{dtypes="bf16"},dce', rtol=2e-2)
+    ops = [op for op in after.walk() if op.name.startswith("tsr.")]
+    bf16_results = [op for op in ops if "bf16" in str(op.results[0].type)]
+    assert [op.name for op in bf16_results] == ["tsr.convert"]  # the return's rounding
+    assert sum(op.name == "tsr.conv" for op in ops) == 2 and all("f32" in str(op.results[0].type) for op in ops
+                                                                    if op.name != "tsr.convert")
+
+
+def test_f16_left_alone_when_not_asked():
+    from tessera.compiler.ir_io import print_module
+
+    module = parse(CHAIN.replace("bf16", "f16"))
+    assert print_module(check_pass(module, 'widen-half{dtypes="bf16"}')) == print_module(module)
+
+
+def test_bad_dtype_option():
+    from tessera.compiler.errors import UnknownPassError
+    from tessera.compiler.pass_pipeline import build_pipeline
+
+    with pytest.raises(UnknownPassError, match="dtypes takes bf16, f16"):
+        build_pipeline('widen-half{dtypes="f8"}')
+
+
+@pytest.mark.parametrize("features, widened", [
+    ("+avx512f,+avx512bf16,+avx512fp16", ("bf16", "f16")),  # an Intel core without AMX
+    ("+avx512f,+avx512bf16,+amx-bf16,+amx-fp16", ()),  # AMX computes both faster
+    ("+avx512f,+avx512bf16,+sse4a", ("f16",)),  # an AMD core with AVX-512 BF16
+    ("+avx2,+fma", ("bf16", "f16")),
+])
+def test_x86_decides_by_features(features, widened):
+    x86 = targets.get("x86")
+    assert x86.widened_halves(features) == widened
+    pipeline = x86.graph_pipeline(True, features)
+    assert any(p.startswith("widen-half") for p in pipeline) == bool(widened)
+
+
+def test_can_be_disabled():
+    assert not any(p.startswith("widen-half") for p in BackendOptions(disable=("widen-half",)).pipeline())
+
+
+class Net(nn.Module):
+    """A stem, a BatchNorm'd conv with a residual, a pooled linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.conv = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.stem(x))
+        y = torch.relu(self.bn(self.conv(y))) + y
+        return self.fc(y.mean((2, 3)))
+
+
+def _net():
+    torch.manual_seed(0)
+    model = Net().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+        model.bn.running_var.uniform_(0.5, 2.0)
+    return model
+
+
+@pytest.mark.skipif("bf16" not in targets.get("x86").widened_halves(), reason="this CPU computes bf16 natively")
+@pytest.mark.parametrize("freezing", [True, False])
+def test_bf16_network_closer_to_float64_than_eager(freezing, capsys):
+    """Every conv and the linear compute in f32 (with freezing on tessera's kernels);
+    the result is bf16, and nearer float64's than eager's bf16, whose roundings it skips."""
+    model = _net()
+    x = torch.randn(2, 3, 32, 32)
+    ref = copy.deepcopy(model).double()(x.double())
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        got = torch.compile(half, backend="tessera", options={"freezing": freezing, "print_ir": True})(x.bfloat16())
+        eager = half(x.bfloat16())
+    assert got.dtype == torch.bfloat16 and type(got) is torch.Tensor
+    (report,) = reports
+    assert report.compiled and not report.aten_ops, report.summary()
+    library_ops = [line for line in capsys.readouterr().out.splitlines() if "tsr.conv " in line or "tsr.addmm " in line]
+    assert len(library_ops) == 3 and not any("bf16" in line for line in library_ops)
+    if freezing:
+        assert report.conv_kernels == 3, report.summary()  # the linear too (addmm-as-conv)
+    err = lambda t: ((t.double() - ref).abs().max() / ref.abs().max()).item()  # noqa: E731
+    assert err(got) < 8e-3  # the bf16 input and output roundings
+    assert err(got) <= err(eager) * 1.05
+
+
+@pytest.mark.skipif("bf16" not in targets.get("x86").widened_halves(), reason="this CPU computes bf16 natively")
+def test_bf16_nan_stays_nan():
+    model = _net().to(torch.bfloat16)
+    x = torch.randn(2, 3, 32, 32, dtype=torch.bfloat16)
+    x[1, 0, 5, 5] = float("nan")
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend="tessera", options={"freezing": True})(x)
+        want = model(x)
+    assert torch.equal(got.isnan(), want.isnan()) and got[1].isnan().all() and not got[0].isnan().any()
