@@ -93,7 +93,10 @@ class FxImporter:
         return self._scalars[key]
 
     def operand(self, a: Any) -> SSAValue:
-        """An FX argument as an SSA value (numbers become scalar constants)."""
+        """An FX argument as an SSA value (numbers become scalar constants; a value
+        a converter made already is itself)."""
+        if isinstance(a, SSAValue):
+            return a
         if isinstance(a, torch.fx.Node):
             v = self.values[a]
             if not isinstance(v, SSAValue):

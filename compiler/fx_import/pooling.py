@@ -22,7 +22,7 @@ from operator import getitem
 from typing import TYPE_CHECKING
 
 import torch
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, i1, i64
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType, f32, i1, i64
 from xdsl.ir import SSAValue
 
 from tessera.dialects import tsr
@@ -198,9 +198,10 @@ def _divisor_counts(n: int, out: int, k: int, s: int, p: int, count_include_pad:
 @converts(aten.avg_pool2d.default, aten.avg_pool3d.default)
 def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
               divisor_override=None):
-    """An average pool of f32/f64: the sum of its window slices (the input padded
-    with 0, summed in ATen's order) divided by ATen's divisor, a number, or per
-    output position a constant where windows at the border count fewer elements.
+    """An average pool: the sum of its window slices (the input padded with 0,
+    summed in ATen's order) divided by ATen's divisor, a number, or per output
+    position a constant where windows at the border count fewer elements. A
+    bf16/f16 pool sums and divides in f32 and rounds its result, as ATen does.
 
         %v = aten.avg_pool2d(%x, [2, 2], [2, 2], [0, 0], True, False)   (x: 1x8x5x5)
         // becomes
@@ -208,17 +209,27 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
         %v = tsr.div %s, %n : (tensor<1x8x3x3xf32>, tensor<3x3xf32>)     // n: 4 2 / 4 2 / 2 1
     """
     val = node.meta["val"]
-    if val.dtype not in (torch.float32, torch.float64):
-        raise NotConvertible("an average pool in a reduced precision (ATen sums in f32)")
+    if val.dtype not in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+        raise NotConvertible(f"an average pool of {val.dtype}")
+    half = val.dtype in (torch.bfloat16, torch.float16)
+    if half:
+        source = imp.operand(x)
+        x = imp.emit(tsr.ConvertOp.create(operands=[source], result_types=[_as_f32(source.type)])).results[0]
     nd = 2 if node.target is aten.avg_pool2d.default else 3
     kernel, padding = per_spatial_dim(kernel_size, nd), per_spatial_dim(padding, nd)
     stride = per_spatial_dim(stride, nd, kernel)
     slices = window_slices(imp, node, x, kernel, stride, padding, [1] * nd, 0.0)
     total = _combine(imp, node, tsr.AddOp, slices, slices[0].type)
     result = tensor_type(val)
+
+    def divide(divisor: SSAValue) -> SSAValue:
+        if not half:
+            return emit1(imp, node, tsr.DivOp.create(operands=[total, divisor], result_types=[result]))
+        mean = imp.emit(tsr.DivOp.create(operands=[total, divisor], result_types=[_as_f32(result)])).results[0]
+        return emit1(imp, node, tsr.ConvertOp.create(operands=[mean], result_types=[result]))
+
     if divisor_override:
-        return emit1(imp, node, tsr.DivOp.create(operands=[total, imp.scalar(float(divisor_override))],
-                                                 result_types=[result]))
+        return divide(imp.scalar(float(divisor_override)))
     in_shape, out_shape = node.args[0].meta["val"].shape[-nd:], val.shape[-nd:]
     per_dim = [_divisor_counts(n, o, k, s, p, count_include_pad)
                for n, o, k, s, p in zip(in_shape, out_shape, kernel, stride, padding)]
@@ -226,6 +237,10 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
     if len(set(counts)) == 1:
         divisor = imp.scalar(float(counts[0]))
     else:
-        ctype = TensorType(result.get_element_type(), list(out_shape), tsr.LayoutAttr(tuple(range(nd))))
+        ctype = TensorType(total.type.get_element_type(), list(out_shape), tsr.LayoutAttr(tuple(range(nd))))
         divisor = imp.emit(tsr.ConstantOp(DenseIntOrFPElementsAttr.from_list(ctype, [float(c) for c in counts]))).results[0]
-    return emit1(imp, node, tsr.DivOp.create(operands=[total, divisor], result_types=[result]))
+    return divide(divisor)
+
+
+def _as_f32(t: TensorType) -> TensorType:
+    return TensorType(f32, t.get_shape(), t.encoding)

@@ -2,7 +2,7 @@
 average pools of every argument ATen takes match eager bit for bit (the sums run
 in ATen's order, divided by ATen's divisor), NaN included, with nothing left to
 ATen, and so do a max pool's indices where backward reads them; what has no such
-form (reduced-precision averages, symbolic sizes) stays ATen's call and still
+form (symbolic sizes) stays ATen's call and still
 gives eager's answer."""
 
 from __future__ import annotations
@@ -125,15 +125,17 @@ def test_max_pool_with_indices_of_a_dynamic_batch_compiles_once():
     assert kinds.count("forward") == 1, kinds
 
 
-def test_half_max_pool_compiles_and_half_average_stays_aten():
-    """A max is exact in any dtype; ATen sums a half average in f32, so it stays ATen's."""
-    x = _input((1, 4, 8, 8), torch.float16)
-    got, aten = _compiled(lambda x: F.max_pool2d(x, 2), x)
-    assert aten == []
-    _exact(got, F.max_pool2d(x, 2))
-    got, aten = _compiled(lambda x: F.avg_pool2d(x, 2), x)
-    assert aten == ["aten.avg_pool2d.default (no tsr form)"]
-    _exact(got, F.avg_pool2d(x, 2))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_pools_compile_exact(dtype):
+    """A max is exact in any dtype; a half average sums and divides in f32 and
+    rounds once, as ATen does, border windows and ``ceil_mode`` included."""
+    x = _input((1, 4, 9, 9), dtype)
+    for fn in (lambda x: F.max_pool2d(x, 2), lambda x: F.avg_pool2d(x, 2),
+               lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+               lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=5)):
+        got, aten = _compiled(fn, x)
+        assert aten == []
+        _exact(got, fn(x))
 
 
 def test_pool_over_dynamic_sizes_stays_aten_and_matches():
