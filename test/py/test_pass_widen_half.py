@@ -135,3 +135,20 @@ def test_bf16_nan_stays_nan():
         got = torch.compile(model, backend="tessera", options={"freezing": True})(x)
         want = model(x)
     assert torch.equal(got.isnan(), want.isnan()) and got[1].isnan().all() and not got[0].isnan().any()
+
+
+@pytest.mark.skipif("bf16" not in targets.get("x86").widened_halves(), reason="this CPU computes bf16 natively")
+def test_autocast_rounds_operands_as_eager():
+    """Under ``torch.autocast`` an f32 model's conv and linear operands are rounded to
+    bf16 on purpose: they stay rounded (the error is eager's), the math runs in f32."""
+    model = _net()
+    x = torch.randn(2, 3, 32, 32)
+    ref = copy.deepcopy(model).double()(x.double())
+    torch._dynamo.reset()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16), collect_reports() as reports:
+        got = torch.compile(model, backend="tessera", options={"freezing": True})(x)
+        eager = model(x)
+    assert got.dtype == eager.dtype == torch.bfloat16
+    assert reports[0].compiled and reports[0].conv_kernels == 3, reports[0].summary()
+    err = lambda t: ((t.double() - ref).abs().max() / ref.abs().max()).item()  # noqa: E731
+    assert err(eager) * 0.5 < err(got) <= err(eager) * 1.5

@@ -73,3 +73,16 @@ func.func @deliberate(%x: tensor<8xf32>) -> tensor<8xf32> {
   %f = tsr.convert %b : (tensor<8xbf16>) -> tensor<8xf32>
   func.return %f : tensor<8xf32>
 }
+
+// Dynamic sizes: the types keep their `?` dims.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK-NEXT: %[[X:.+]] = tsr.convert %x : (tensor<?x4x?x?xbf16>) -> tensor<?x4x?x?xf32>
+// CHECK: %[[Y:.+]] = tsr.conv %[[X]], %{{.+}} {{.*}} -> tensor<?x4x?x?xf32>
+// CHECK-NEXT: %[[S:.+]] = tsr.silu %[[Y]] : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+// CHECK-NEXT: %[[O:.+]] = tsr.convert %[[S]] : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xbf16>
+// CHECK-NEXT: func.return %[[O]]
+func.func @dynamic(%x: tensor<?x4x?x?xbf16>, %w: tensor<4x4x3x3xbf16>) -> tensor<?x4x?x?xbf16> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<?x4x?x?xbf16>, tensor<4x4x3x3xbf16>) -> tensor<?x4x?x?xbf16>
+  %s = tsr.silu %y : (tensor<?x4x?x?xbf16>) -> tensor<?x4x?x?xbf16>
+  func.return %s : tensor<?x4x?x?xbf16>
+}
