@@ -44,6 +44,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from tessera.dialects import tsr
 from tessera.dialects.dim_orders import outputs_last
 from tessera.dialects.tsr.layout import layout_of
+from tessera.dialects.tsr.op_classes import reads_only_arguments
 from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static
 
 from .target_models import KernelQuery
@@ -79,12 +80,13 @@ def _bias(op: tsr.AddmmOp | tsr.MatmulOp) -> SSAValue | None:
 
 def _weight_layout_taken(rhs: SSAValue) -> bool:
     """A linear layer's weight ``w.t()`` (stored ``[N, K]``: read in place), or a ``[K, N]``
-    weight that is an argument of the graph (GPT-2's ``Conv1D``: ``addmm(b, x, w)``): with
+    weight computed from the graph's arguments alone (GPT-2's ``Conv1D``: ``addmm(b, x, w)``,
+    ``w`` an argument or, in a bf16 model, its widening to f32): with
     ``freezing`` transposed once in the step that prepares weights, without it the conv's
     weight as views of it, output channels innermost, which the target's kernel takes only
     where it reads such a weight in place (x86: where it packs its weight itself)."""
     layout = layout_of(rhs.type)
-    return layout == (1, 0) or (layout == (0, 1) and isinstance(rhs, BlockArgument))
+    return layout == (1, 0) or (layout == (0, 1) and (isinstance(rhs, BlockArgument) or reads_only_arguments(rhs)))
 
 
 def _takes(op: tsr.AddmmOp | tsr.MatmulOp, min_rows: int) -> bool:

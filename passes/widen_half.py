@@ -49,8 +49,9 @@ from tessera.dialects.tsr.op_classes import KERNEL_OPS
 from tessera.dialects.tsr.shapes import elem_of
 
 HALF_TYPES: dict[str, Attribute] = {"bf16": bf16, "f16": f16}
-SEEDS = (tsr.ConvOp, tsr.MatmulOp, tsr.BmmOp, tsr.AddmmOp)
-"""The ops widened wherever they compute a half dtype."""
+CONVS, GEMMS = (tsr.ConvOp,), (tsr.MatmulOp, tsr.BmmOp, tsr.AddmmOp)
+"""The ops widened wherever they compute a half dtype (GEMMs as ``option gemms`` says)."""
+SEEDS = CONVS + GEMMS
 MOVES = (tsr.UpsampleOp, tsr.RelayoutOp, tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp)
 """Data movement done on the widened input where only a widened op reads it, so the
 passes after see the conv's upsample or the GEMM's transposed weight."""
@@ -60,21 +61,21 @@ def _widened(t: Attribute) -> Attribute:
     return TensorType(f32, t.get_shape(), t.encoding) if isinstance(t, TensorType) else t
 
 
-def _reads_unrounded(op: Operation) -> bool:
-    """``op`` may read a value before its rounding to half: tessera computes it in f32 anyway."""
-    return isinstance(op, SEEDS) or (isinstance(op, KERNEL_OPS) and not isinstance(op, (tsr.CmpOp, tsr.ConvertOp)))
-
-
 class _Widener:
     """Widens the seeds, then walks forward from their f32 results: every value
     reached is f32 computed from unrounded values, and every rounding of one to
     half sinks past the ops that read it."""
 
-    def __init__(self, halves: tuple[Attribute, ...]):
-        self.halves = halves
+    def __init__(self, halves: tuple[Attribute, ...], seeds: tuple[type[Operation], ...]):
+        self.halves, self.seeds = halves, seeds
         self.reached: list[SSAValue] = []
         self.sinking: set[Operation] = set()
         self.done: set[Operation] = set()
+
+    def _reads_unrounded(self, op: Operation) -> bool:
+        """``op`` may read a value before its rounding to half: tessera computes it in f32 anyway."""
+        return isinstance(op, self.seeds) or (isinstance(op, KERNEL_OPS)
+                                              and not isinstance(op, (tsr.CmpOp, tsr.ConvertOp)))
 
     def _is_half(self, v: SSAValue) -> bool:
         return isinstance(v.type, TensorType) and elem_of(v.type) in self.halves
@@ -134,7 +135,7 @@ class _Widener:
                 user.result.replace_all_uses_with(back.input)
                 Rewriter.erase_op(user)
                 self.reached.append(back.input)
-            elif _reads_unrounded(user):
+            elif self._reads_unrounded(user):
                 self.widen(user)
         if not back.result.uses:
             Rewriter.erase_op(back)
@@ -151,7 +152,7 @@ class _Widener:
                 if isinstance(user, tsr.ConvertOp) and self._is_half(user.result):
                     self.done.add(user)
                     self._sink(user)
-                elif _reads_unrounded(user):
+                elif self._reads_unrounded(user):
                     self.widen(user)
 
 
@@ -161,6 +162,11 @@ class WidenHalf(ModulePass):
 
     dtypes: str = "bf16,f16"
     """The half types computed in f32 (comma-separated; empty: none)."""
+    gemms: bool = True
+    """Widen matmuls too. Off without freezing: a GEMM's weight would then be widened
+    on every call, every layer's before the first (the program's weight-preparing
+    step), so a bf16 language model would hold an f32 copy of its weights (twice
+    their bytes) through each call; a conv's weight is small beside its activations."""
 
     def __post_init__(self) -> None:
         unknown = [d for d in self._names() if d not in HALF_TYPES]
@@ -171,5 +177,5 @@ class WidenHalf(ModulePass):
         return [d.strip() for d in self.dtypes.split(",") if d.strip()]
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        widener = _Widener(tuple(HALF_TYPES[d] for d in self._names()))
-        widener.run([o for o in op.walk() if isinstance(o, SEEDS) and widener._is_half(o.results[0])])
+        widener = _Widener(tuple(HALF_TYPES[d] for d in self._names()), SEEDS if self.gemms else CONVS)
+        widener.run([o for o in op.walk() if isinstance(o, widener.seeds) and widener._is_half(o.results[0])])

@@ -125,7 +125,8 @@ class Target:
         halves = self.widened_halves(features)
         return (
             f"cast-constants{{policy={self.half_compute}}}",
-            *([f'widen-half{{dtypes="{",".join(halves)}"}}'] if halves else []),
+            *([f'widen-half{{dtypes="{",".join(halves)}"' + ("" if freezing else " gemms=false") + "}"]
+              if halves else []),
             "fold-affine-into-conv" if freezing else "fold-affine-into-conv{per_call=true}",
             "fold-upsample-into-conv",
             f"assign-layouts{{target={self.name}}}",

@@ -103,8 +103,8 @@ def _net():
 @pytest.mark.skipif("bf16" not in targets.get("x86").widened_halves(), reason="this CPU computes bf16 natively")
 @pytest.mark.parametrize("freezing", [True, False])
 def test_bf16_network_closer_to_float64_than_eager(freezing, capsys):
-    """Every conv and the linear compute in f32 (with freezing on tessera's kernels);
-    the result is bf16, and nearer float64's than eager's bf16, whose roundings it skips."""
+    """Every conv computes in f32, and with freezing the linear too, on tessera's
+    kernels; the result is bf16, and nearer float64's than eager's bf16, whose roundings it skips."""
     model = _net()
     x = torch.randn(2, 3, 32, 32)
     ref = copy.deepcopy(model).double()(x.double())
@@ -116,8 +116,10 @@ def test_bf16_network_closer_to_float64_than_eager(freezing, capsys):
     assert got.dtype == torch.bfloat16 and type(got) is torch.Tensor
     (report,) = reports
     assert report.compiled and not report.aten_ops, report.summary()
-    library_ops = [line for line in capsys.readouterr().out.splitlines() if "tsr.conv " in line or "tsr.addmm " in line]
-    assert len(library_ops) == 3 and not any("bf16" in line for line in library_ops)
+    printed = capsys.readouterr().out.splitlines()
+    convs, linears = ([line for line in printed if f"tsr.{op} " in line] for op in ("conv", "addmm"))
+    assert len(convs) == 2 and not any("bf16" in line for line in convs)
+    assert len(linears) == 1 and ("bf16" in linears[0]) != freezing  # without freezing GEMMs stay bf16
     if freezing:
         assert report.conv_kernels == 3, report.summary()  # the linear too (addmm-as-conv)
     err = lambda t: ((t.double() - ref).abs().max() / ref.abs().max()).item()  # noqa: E731
@@ -152,3 +154,34 @@ def test_autocast_rounds_operands_as_eager():
     assert reports[0].compiled and reports[0].conv_kernels == 3, reports[0].summary()
     err = lambda t: ((t.double() - ref).abs().max() / ref.abs().max()).item()  # noqa: E731
     assert err(eager) * 0.5 < err(got) <= err(eager) * 1.5
+
+
+class Conv1D(nn.Module):
+    """GPT-2's linear layer: ``addmm(b, x, w)`` with ``w`` stored ``[K, N]``."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(k, n) * 0.05)
+        self.bias = nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x.view(-1, x.shape[-1]), self.weight).view(*x.shape[:-1], -1)
+
+
+@pytest.mark.skipif("bf16" not in targets.get("x86").widened_halves(), reason="this CPU computes bf16 natively")
+def test_bf16_conv1d_weight_widened_once():
+    """The widened ``[K, N]`` weight is still a weight of the graph's arguments alone:
+    with freezing the linear runs on tessera's kernel, the transpose made once (it
+    had stayed an f32 GEMM fed by a copy of every weight on every call)."""
+    torch.manual_seed(0)
+    model = Conv1D(96, 64).eval()
+    x = torch.randn(1, 32, 96)
+    ref = copy.deepcopy(model).double()(x.double())
+    half = model.to(torch.bfloat16)
+    torch._dynamo.reset()
+    with torch.no_grad(), collect_reports() as reports:
+        got = torch.compile(half, backend="tessera", options={"freezing": True})(x.bfloat16())
+        eager = half(x.bfloat16())
+    assert reports[0].conv_kernels == 1 and not reports[0].library, reports[0].summary()
+    err = lambda t: ((t.double() - ref).abs().max() / ref.abs().max()).item()  # noqa: E731
+    assert err(got) <= err(eager) * 1.05

@@ -25,7 +25,7 @@
 // half-precision convs and GEMMs widened to f32 where the target says so (x86 without AMX), then
 // per-channel affines fold into convs (without freezing only where the weight is no larger than
 // the output), upsample+conv pairs become polyphase convs, layouts are assigned, relayouts hoisted, cancelled and fused; cleanup last.
-// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{(widen-half\{dtypes="[a-z0-9,]+"\},)?}}fold-affine-into-conv{per_call=true},fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},hoist-relayouts,cse,cancel-relayouts,fuse-relayouts,cse,dce{{$}}
+// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{(widen-half\{dtypes="[a-z0-9,]+"( gemms=false)?\},)?}}fold-affine-into-conv{per_call=true},fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},hoist-relayouts,cse,cancel-relayouts,fuse-relayouts,cse,dce{{$}}
 // PIPELINE-NOT: {{.}}
 
 // BAD: error: argument --pipeline: invalid choice: 'x87'

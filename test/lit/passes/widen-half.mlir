@@ -86,3 +86,8 @@ func.func @dynamic(%x: tensor<?x4x?x?xbf16>, %w: tensor<4x4x3x3xbf16>) -> tensor
   %s = tsr.silu %y : (tensor<?x4x?x?xbf16>) -> tensor<?x4x?x?xbf16>
   func.return %s : tensor<?x4x?x?xbf16>
 }
+
+// RUN: compilerctl opt %s -p 'widen-half{dtypes="bf16" gemms=false}' | filecheck %s --check-prefix=CONVS
+// Without freezing (gemms=false) a GEMM stays bf16, its weight not copied on every call.
+// CONVS-LABEL: func.func @linear(
+// CONVS: tsr.addmm %b, %x, %t : {{.*}} -> tensor<2x3xbf16>
