@@ -46,7 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.op_classes import KERNEL_OPS
-from tessera.dialects.tsr.shapes import elem_of
+from tessera.dialects.tsr.shapes import elem_of, with_elem
 
 HALF_TYPES: dict[str, Attribute] = {"bf16": bf16, "f16": f16}
 CONVS, GEMMS = (tsr.ConvOp,), (tsr.MatmulOp, tsr.BmmOp, tsr.AddmmOp)
@@ -55,10 +55,6 @@ SEEDS = CONVS + GEMMS
 MOVES = (tsr.UpsampleOp, tsr.RelayoutOp, tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp)
 """Data movement done on the widened input where only a widened op reads it, so the
 passes after see the conv's upsample or the GEMM's transposed weight."""
-
-
-def _widened(t: Attribute) -> Attribute:
-    return TensorType(f32, t.get_shape(), t.encoding) if isinstance(t, TensorType) else t
 
 
 class _Widener:
@@ -88,12 +84,12 @@ class _Widener:
             return owner.input
         if isinstance(owner, MOVES) and v.has_one_use() and self._is_half(owner.operands[0]):
             moved = type(owner).create(operands=[self._f32(owner.operands[0], owner), *owner.operands[1:]],
-                                       result_types=[_widened(v.type)], properties=dict(owner.properties),
+                                       result_types=[with_elem(v.type, f32)], properties=dict(owner.properties),
                                        attributes=dict(owner.attributes))
             moved.results[0].name_hint = v.name_hint
             Rewriter.insert_op(moved, InsertPoint.before(owner))
             return moved.results[0]
-        wide = tsr.ConvertOp.create(operands=[v], result_types=[_widened(v.type)])
+        wide = tsr.ConvertOp.create(operands=[v], result_types=[with_elem(v.type, f32)])
         Rewriter.insert_op(wide, InsertPoint.before(before))
         return wide.result
 
@@ -108,7 +104,7 @@ class _Widener:
                     op.operands[i] = v
             self.reached.extend(op.results)
             return
-        new = type(op).create(operands=operands, result_types=[_widened(r.type) for r in op.results],
+        new = type(op).create(operands=operands, result_types=[with_elem(r.type, f32) for r in op.results],
                               properties=dict(op.properties), attributes=dict(op.attributes))
         self.done.add(new)
         Rewriter.insert_op(new, InsertPoint.before(op))

@@ -27,7 +27,7 @@ from xdsl.ir import SSAValue
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import DYNAMIC, i64_array
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, with_elem
 
 from .converters import NotConvertible, converts, emit1, per_spatial_dim, slice_op
 from .types import tensor_type
@@ -214,7 +214,7 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
     half = val.dtype in (torch.bfloat16, torch.float16)
     if half:
         source = imp.operand(x)
-        x = imp.emit(tsr.ConvertOp.create(operands=[source], result_types=[_as_f32(source.type)])).results[0]
+        x = imp.emit(tsr.ConvertOp.create(operands=[source], result_types=[with_elem(source.type, f32)])).results[0]
     nd = 2 if node.target is aten.avg_pool2d.default else 3
     kernel, padding = per_spatial_dim(kernel_size, nd), per_spatial_dim(padding, nd)
     stride = per_spatial_dim(stride, nd, kernel)
@@ -225,7 +225,7 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
     def divide(divisor: SSAValue) -> SSAValue:
         if not half:
             return emit1(imp, node, tsr.DivOp.create(operands=[total, divisor], result_types=[result]))
-        mean = imp.emit(tsr.DivOp.create(operands=[total, divisor], result_types=[_as_f32(result)])).results[0]
+        mean = imp.emit(tsr.DivOp.create(operands=[total, divisor], result_types=[with_elem(result, f32)])).results[0]
         return emit1(imp, node, tsr.ConvertOp.create(operands=[mean], result_types=[result]))
 
     if divisor_override:
@@ -240,7 +240,3 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
         ctype = TensorType(total.type.get_element_type(), list(out_shape), tsr.LayoutAttr(tuple(range(nd))))
         divisor = imp.emit(tsr.ConstantOp(DenseIntOrFPElementsAttr.from_list(ctype, [float(c) for c in counts]))).results[0]
     return divide(divisor)
-
-
-def _as_f32(t: TensorType) -> TensorType:
-    return TensorType(f32, t.get_shape(), t.encoding)

@@ -58,6 +58,12 @@ def elem_of(t: Attribute) -> Attribute:
     return t.get_element_type() if isinstance(t, TensorType) else t
 
 
+def with_elem(t: Attribute, elem: Attribute) -> Attribute:
+    """``t`` with element type ``elem``, its shape and layout kept; a scalar type is ``elem``:
+    ``tensor<2x3xbf16, #tsr.layout<[1, 0]>>`` -> ``tensor<2x3xf32, #tsr.layout<[1, 0]>>``."""
+    return TensorType(elem, t.get_shape(), t.encoding) if isinstance(t, TensorType) else elem
+
+
 I64Array = DenseArrayBase.constr(i64)
 """The constraint of an ``array<i64: ...>`` property (strides, padding, dims, ...)."""
 

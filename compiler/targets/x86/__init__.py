@@ -35,11 +35,12 @@ class X86(CpuTarget):
 
     def widened_halves(self, features: str | None = None) -> tuple[str, ...]:
         """bf16 and f16 convs and GEMMs run in f32 on tessera's kernels unless the CPU
-        computes the type faster: AMX tiles (``amx-bf16``, ``amx-fp16``), or an AMD core
-        with AVX-512 BF16 (``sse4a`` marks AMD), whose ``vdpbf16ps`` does twice the f32
-        FMA's work. An Intel core without AMX retires a ``vdpbf16ps`` every two cycles
-        (half the f32 FMA rate, ``bench/half_math.py``), and oneDNN's bf16 and f16 convs
-        there run at about half its f32 ones (BENCHMARKS.md, session 33)."""
+        computes the type faster in the library: with AMX tiles (``amx-bf16``, ``amx-fp16``),
+        or bf16 on an AMD core with AVX-512 BF16 (``sse4a`` marks AMD; session 19's Zen 5 ran
+        ResNet-50 in oneDNN's bf16 in 26 ms against tessera's 37 in f32, its ``vdpbf16ps`` rate
+        not measured). An Intel core without AMX retires a ``vdpbf16ps`` every two cycles,
+        half the f32 FMA rate, and oneDNN's bf16 and f16 convs there run at 0.53-0.58x its
+        f32 ones (``bench/half_math.py``; BENCHMARKS.md, session 33)."""
         from .codegen import enabled_features
 
         on = enabled_features(self.codegen(features).features)
