@@ -26,6 +26,7 @@ import torch
 
 from tessera.dialects.polyphase import PolyphaseDim, polyphase_weight
 from tessera.runtime import layouts
+from tessera.runtime.errors import SizesChanged
 from tessera.runtime.layouts import Placement
 from tessera.runtime.program import Program
 
@@ -48,14 +49,15 @@ class HostProgram:
 
 
 class Constant:
-    """A dense constant's tensor, built once when the program is built."""
+    """A dense constant's tensor, built once when the program is built, or a
+    scalar (``arith.constant``: a size a reshape reads)."""
 
     __name__ = "tsr.constant"
 
     def __init__(self, value: torch.Tensor):
         self.value = value
 
-    def __call__(self) -> torch.Tensor:
+    def __call__(self) -> Any:
         return self.value
 
 
@@ -93,12 +95,54 @@ class PlacedCall:
         out = self.fn(*tensors)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         placed = []
-        for t, placement in zip(outs, self.placements):
+        for j, (t, placement) in enumerate(zip(outs, self.placements)):
             if placement is not None and not placement.holds(t):
-                self.fixups.append(self.where)
-                t = layouts.in_layout(t, placement)
+                t = self._placed(j, t)
             placed.append(t)
         return placed
+
+    def _placed(self, j: int, t: torch.Tensor) -> torch.Tensor:
+        """Result ``j``, ``t``, which its placement does not hold, copied into it."""
+        return self._fixed_up(t, self.placements[j])
+
+    def _fixed_up(self, t: torch.Tensor, placement: Any) -> torch.Tensor:
+        self.fixups.append(self.where)
+        return layouts.in_layout(t, placement)
+
+    def bound_to(self, args: Sequence[Placement | None], results: Sequence[Placement | None],
+                 guarded: set[int]) -> SizedCall:
+        """This call in a program bound to one run's sizes (``runtime/size_binding.py``),
+        where its arguments and results were placed as ``args`` and ``results``."""
+        at_sizes = getattr(self.fn, "at_sizes", None)
+        return SizedCall(self, self.fn if at_sizes is None else at_sizes(args), results, guarded)
+
+
+class SizedCall(PlacedCall):
+    """A :class:`PlacedCall` of a program bound to one run's sizes: each result's
+    placement is the static one it had in that run (one comparison of strides on
+    each call), and ``fn`` is the function at those sizes (a library conv decides
+    per input size once: ``OneDnnConv.at_sizes``).
+
+        PlacedCall(conv, ..., [OrderPlacement(f32, (1, 64, -1, -1), (0, 2, 3, 1))])
+          -> SizedCall(conv at 1x64x8x8, ..., [Placement(f32, (1, 64, 8, 8), (4096, 1, 512, 64))])
+
+    A result of other sizes is one whose sizes depend on more than the inputs'
+    placements: a ``guarded`` one (a bound size came from it) raises
+    :class:`SizesChanged`; another is placed as the call's own type says."""
+
+    def __init__(self, call: PlacedCall, fn: Callable, results: Sequence[Placement | None], guarded: set[int]):
+        placements = [r if p is not None or j in guarded else None
+                      for j, (p, r) in enumerate(zip(call.placements, results))]
+        super().__init__(fn, call.__name__, call.arity, call.fixed, placements, call.where, call.fixups)
+        self.unbound, self.guarded = call.placements, guarded
+
+    def _placed(self, j: int, t: torch.Tensor) -> torch.Tensor:
+        bound, unbound = self.placements[j], self.unbound[j]
+        if j in self.guarded and (t.shape != bound.shape or unbound is None):
+            raise SizesChanged(f"{self.where} returned {tuple(t.shape)}, bound to {bound.shape}")
+        if t.shape != bound.shape:
+            return t if unbound.holds(t) else self._fixed_up(t, unbound)
+        return self._fixed_up(t, bound)
 
 
 class PreparedWeights:

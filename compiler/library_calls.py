@@ -12,10 +12,11 @@ not take, so a call is always right.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -113,7 +114,10 @@ class OneDnnConv:
         weights of a 12x12 call)."""
         if self.weight is not None:
             return self.weight(w)
-        key = tuple(x.shape)
+        return self._packer_at(tuple(x.shape))(w)
+
+    def _packer_at(self, key: tuple[int, ...]) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The weight's packer for inputs of sizes ``key``, the last :data:`REORDERED_SIZES` kept."""
         packer = self._per_size.get(key)
         if packer is None:
             packer = self._per_size[key] = self._packer(list(key))
@@ -121,11 +125,26 @@ class OneDnnConv:
                 del self._per_size[next(iter(self._per_size))]
         elif next(reversed(self._per_size)) != key:  # the most recent last
             self._per_size[key] = self._per_size.pop(key)
-        return packer(w)
+        return packer
+
+    def at_sizes(self, args: Sequence[Any]) -> OneDnnConv:
+        """This conv for arguments placed as ``args`` (a program bound to one run's
+        sizes: ``host_steps.SizedCall``): at dynamic sizes, weight-bound or not and
+        the reordered weight settled for the input's sizes, not looked up per call.
+        It stays right for any input (a choice of speed only)."""
+        x, w = args[0], args[1]
+        if x is None or w is None or not (self.bound_per_call or self.weight is None):
+            return self
+        bound = copy.copy(self)
+        if self.bound_per_call:
+            bound.bound_per_call, bound.weight_bound = False, self._weight_bound_at(x.shape, w.shape)
+        if self.weight is None:
+            bound.weight = self._packer_at(tuple(x.shape))
+        return bound
 
     def __call__(self, x: torch.Tensor, w: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
         b, r = self.epilogue.split(operands)
-        if (self.weight_bound or self.bound_per_call and self._weight_bound_at(x, w)) and x.device.type == "cpu":
+        if (self.weight_bound or self.bound_per_call and self._weight_bound_at(x.shape, w.shape)) and x.device.type == "cpu":
             return self._on_plain_weight(x, w, b, r)
         if x.device.type == "cpu" and x.dtype in _ONEDNN_DTYPES and not torch.is_grad_enabled():
             if self.packed and r is None:  # SiLU as a oneDNN post-op: applied before the result is stored
@@ -143,13 +162,13 @@ class OneDnnConv:
         return self.epilogue.apply(torch.ops.aten.convolution(
             x, w, b, self.stride, self.padding, self.dilation, False, [0] * len(self.stride), self.groups), r)
 
-    def _weight_bound_at(self, x: torch.Tensor, w: torch.Tensor) -> bool:
-        """``target_models.weight_bound`` at ``x``'s sizes (decided once per size)."""
-        key = (x.shape, w.shape)
+    def _weight_bound_at(self, x: Sequence[int], w: Sequence[int]) -> bool:
+        """``target_models.weight_bound`` for input and weight sizes ``x`` and ``w`` (decided once per size)."""
+        key = (tuple(x), tuple(w))
         bound = self._bound_at.get(key)
         if bound is None:
-            spatial = map(conv_output_size, x.shape[2:], self.kernel, self.stride, self.padding, self.dilation)
-            bound = outweighs(w.numel(), w.shape[0] * x.shape[0] * math.prod(max(0, n) for n in spatial))
+            spatial = map(conv_output_size, x[2:], self.kernel, self.stride, self.padding, self.dilation)
+            bound = outweighs(math.prod(w), w[0] * x[0] * math.prod(max(0, n) for n in spatial))
             if len(self._bound_at) >= 64:
                 self._bound_at.clear()
             self._bound_at[key] = bound

@@ -282,13 +282,15 @@ class Program:
                 if bind:
                     sizes[i] = bound_launchable(step.kernel, [env[b] for b in step.args])
             else:
+                if bind:
+                    arg_placements = [placement_or_none(env[b]) for b in step.args]
                 out = step.fn(*(env[b] for b in step.args))
                 outs = [out] if isinstance(out, torch.Tensor) else list(out)
                 if len(outs) != len(step.results):
                     raise ProgramError(f"call of {getattr(step.fn, '__name__', step.fn)} returned {len(outs)} tensors, expected {len(step.results)}")
                 env.update(zip(step.results, outs))
                 if bind:
-                    sizes[i] = [placement_or_none(t) for t in outs]
+                    sizes[i] = (arg_placements, [placement_or_none(t) for t in outs])
             for b in free:
                 env.pop(b, None)
             if on_step is not None:

@@ -8,7 +8,13 @@ writes the program for the sizes that run saw:
 
     SizedAlloc(5, layout, (0,))          ->  Alloc(5, Placement(f32, (1, 32, 12, 12), (4608, 1, 384, 32)))
     Launch(k, (0, 5))   # k.dynamic      ->  Launch(k.bind(tensors), (0, 5))   # a BoundKernel: grid 144, dims array filled once
-    Call(conv, (0, 3), (4,))             ->  Call(Guarded(conv, {0: placement}), (0, 3), (4,))
+    Call(conv, (0, 3), (4,))             ->  Call(conv.bound_to(args, results, {0}), (0, 3), (4,))
+    Call(f, (0, 3), (4,))                ->  Call(Guarded(f, {0: placement}), (0, 3), (4,))
+
+A call that has ``bound_to`` is given the placements of its arguments and
+results in that run, and which results to guard (``host_steps.PlacedCall``: its
+results' placements become static, and a library conv settles what it decided
+per size); any other is wrapped in :class:`Guarded` where a bound size came from it.
 
 Its allocations are static, so its buffers share memory by the memory plan
 (``memory_plan.py``), and its straight-line function (``runner.py``) launches
@@ -58,8 +64,8 @@ class Guarded:
 
 def bind_sizes(program: Any, seen: dict[int, Any]) -> Any:
     """``program`` (a dynamic ``Program``) at the sizes of one run. ``seen`` holds, by
-    step: a ``SizedAlloc``'s placement, a launch's bound launchable, a call's result
-    placements (None: not a tensor). See the module doc."""
+    step: a ``SizedAlloc``'s placement, a launch's bound launchable, a call's argument
+    and result placements (None: not a tensor). See the module doc."""
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
 
     sized_by = {b for step in program.steps if isinstance(step, (Launch, SizedAlloc)) for b in step.args}
@@ -70,8 +76,12 @@ def bind_sizes(program: Any, seen: dict[int, Any]) -> Any:
         elif isinstance(step, Launch):
             step = Launch(seen[i], step.args)
         elif isinstance(step, Call):
-            guards = {j: p for j, (b, p) in enumerate(zip(step.results, seen[i])) if b in sized_by and p is not None}
-            if guards:
+            args, results = seen[i]
+            guards = {j: p for j, (b, p) in enumerate(zip(step.results, results)) if b in sized_by and p is not None}
+            bound_to = getattr(step.fn, "bound_to", None)
+            if bound_to is not None:
+                step = Call(bound_to(args, results, set(guards)), step.args, step.results)
+            elif guards:
                 step = Call(Guarded(step.fn, guards), step.args, step.results)
         steps.append(step)
     return Program(steps, program.inputs, program.outputs, program.device, program.reuse_buffers, program.straight_line)

@@ -27,6 +27,7 @@ from ..conv_epilogue import ConvEpilogue
 from ..host_steps import (
     AtenCall,
     Concat,
+    Constant,
     Operand,
     PolyphaseWeight,
     SizeOf,
@@ -104,7 +105,7 @@ _SIZE_ARITH = {arith.MuliOp: operator.mul, arith.AddiOp: operator.add, arith.Sub
                arith.FloorDivSIOp: operator.floordiv}
 for _cls, _fn in _SIZE_ARITH.items():  # the arithmetic of a graph's sizes (Python ints)
     _simple(_cls, _fn)
-IMPLS[arith.ConstantOp] = lambda op, env: op.value.value.data
+binds(arith.ConstantOp)(lambda op, device: Constant(op.value.value.data))  # a size or scalar, no IR per call
 
 
 def _tensor_pair(a: Any, b: Any, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -291,10 +291,12 @@ def test_convs_of_dynamic_sizes_run_a_kernel_per_size(groups):
 def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():
     """Without freezing, a conv whose weight outweighs its output takes ATen's call
     on the plain weight (oneDNN would reorder it every call): at dynamic sizes that
-    is decided per call, from the input's sizes."""
+    is decided per call, from the input's sizes, and once where the program is bound
+    to one run's sizes (``OneDnnConv.at_sizes``)."""
     from tessera.compiler.ir_io import parse_module
     from tessera.compiler.library_calls import OneDnnConv
     from tessera.dialects import tsr
+    from tessera.runtime.layouts import Placement
 
     module = parse_module("""
     func.func @f(%x: tensor<1x64x?x?xf32, #tsr.layout<nhwc>>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x?x?xf32, #tsr.layout<nhwc>> {
@@ -303,11 +305,17 @@ def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():
     }""")
     conv = OneDnnConv(next(op for op in module.walk() if isinstance(op, tsr.ConvOp)))
     w = torch.randn(64, 64, 3, 3)
-    assert conv._weight_bound_at(torch.empty(1, 64, 4, 4), w)  # 36864 weights, 1024 outputs
-    assert not conv._weight_bound_at(torch.empty(1, 64, 32, 32), w)
+    assert conv._weight_bound_at((1, 64, 4, 4), w.shape)  # 36864 weights, 1024 outputs
+    assert not conv._weight_bound_at((1, 64, 32, 32), w.shape)
     for n in (4, 32):
         x = torch.randn(1, 64, n, n).contiguous(memory_format=torch.channels_last)
-        _close(conv(x, w), torch.nn.functional.conv2d(x, w, padding=1), f"at {n}")
+        want = torch.nn.functional.conv2d(x, w, padding=1)
+        _close(conv(x, w), want, f"at {n}")
+        bound = conv.at_sizes([Placement.of(x), Placement.of(w)])
+        assert not bound.bound_per_call and bound.weight_bound == (n == 4)
+        for other in (4, 32):  # bound to one size, right at any (the choice is speed only)
+            y = torch.randn(1, 64, other, other).contiguous(memory_format=torch.channels_last)
+            _close(bound(y, w), torch.nn.functional.conv2d(y, w, padding=1), f"bound at {n}, run at {other}")
 
 
 def test_a_dynamic_library_conv_under_freezing_reorders_its_weight_per_input_size():

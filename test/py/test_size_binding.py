@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from tessera.compiler.backend import build_kernels, host_program_of, load_kernels
+from tessera.compiler.host_steps import PlacedCall, SizedCall
 from tessera.compiler.interpreter import interpret
 from tessera.compiler.ir_io import parse_module
 from tessera.compiler.stage_io import CompileOptions
 from tessera.runtime.kernel import BoundKernel, Kernel
-from tessera.runtime.layouts import SizedLayout
+from tessera.runtime.layouts import OrderPlacement, Placement, SizedLayout
 from tessera.runtime.program import BOUND_SIZES, Call, Launch, Program, SizedAlloc
 from tessera.runtime.errors import SizesChanged
 
@@ -80,6 +81,38 @@ def test_a_size_that_depends_on_data_runs_unbound():
         (y,) = prog.run(x)
         assert torch.equal(y, x[:rows] + 1)
     assert not prog._bound and prog._unbound == {()}
+
+
+def _placed(fn, where: str) -> PlacedCall:
+    """``fn`` as the host program calls it, its one result dense along its one dynamic dim."""
+    return PlacedCall(fn, where, 1, {}, [OrderPlacement(torch.float32, (-1,), (0,))], where, [])
+
+
+def test_a_placed_call_is_bound_to_its_results_placements():
+    """A host call in a bound program checks its results against the static placements
+    of the run that bound it (``SizedCall``). Where a bound size came from a result of
+    other sizes, it says so and the run is the unbound program's; a result no size
+    came from keeps the call's own placement."""
+    layout = SizedLayout(torch.float32, ((0, 0, 1, 0),), (0,))
+    guarded = Program(steps=[Call(_placed(_rows_by_data, "rows"), (0,), (1,)), SizedAlloc(2, layout, (1,)),
+                             Call(lambda a, out: a + out.fill_(1.0), (1, 2), (3,))], inputs=(0,), outputs=(3,))
+    free = Program(steps=[Call(_placed(_rows_by_data, "rows"), (0,), (1,)), SizedAlloc(2, layout, (0,)),
+                          Call(lambda out: out.fill_(1.0), (2,), (3,))], inputs=(0,), outputs=(1, 3))
+    x = torch.arange(8, dtype=torch.float32)
+    x[0] = 3
+    for prog in (guarded, free):
+        prog.run(x)
+        (bound,) = prog._bound.values()
+        call = bound.steps[0].fn
+        assert isinstance(call, SizedCall) and call.placements == (Placement(torch.float32, (3,), (1,)),)
+    for rows in (5, 2, 5):
+        x[0] = rows
+        (y,) = guarded.run(x)
+        assert torch.equal(y, x[:rows] + 1)
+        got, ones = free.run(x)
+        assert torch.equal(got, x[:rows]) and torch.equal(ones, torch.ones(8))
+    assert not guarded._bound and guarded._unbound == {()}  # SizesChanged: run unbound since
+    assert len(free._bound) == 1  # the same bound program throughout
 
 
 def test_a_bound_kernel_checks_its_sizes():
