@@ -9,6 +9,7 @@ tessera's own kernel with its weight packed on every call by its packing kernel
 
     .venv/bin/python bench/conv_default_calls.py [--threads 1] [--reps 30]
     .venv/bin/python bench/conv_default_calls.py --batch 8 --shapes 64,64,3,8,1 --shapes 32,32,3,16,1
+    .venv/bin/python bench/conv_default_calls.py --frames 3 --shapes 32,32,3,8,1   # conv3d, 3 input frames
 
 The data behind ``target_models.PER_CALL_WEIGHT_BOUND``: the ratio of weight
 to output elements past which a per-call reorder or packing dominates.
@@ -43,27 +44,33 @@ def _median_ms(f, reps: int) -> float:
     return sorted(times)[reps // 2] * 1e3
 
 
-def _tessera_per_call(xc, w, b, p, s) -> object:
-    """tessera's kernel on this host's widest path, its weight packed on every call."""
+def _tessera(xc, w, b, p, s, per_call: bool) -> object:
+    """tessera's kernel on this host's widest path, its weight packed on every call
+    (``per_call``) or once."""
     spec = ConvSpec(xc.shape[0], xc.shape[1], w.shape[0], tuple(xc.shape[2:]), tuple(w.shape[2:]), tuple(s), tuple(p),
                     1, 1, bias=True, isa=select_conv_isa())
     kernel, pack = load_conv(spec), weight_packer(spec)
     kept = torch.empty_strided(spec.output_shape(), spec.output_strides())
-    kernel(xc, pack(w), b, kept)  # checked once, as a program's first run does
-    return lambda: kernel.launch_trusted([xc, pack(w), b, kept])
+    packed = pack(w)
+    kernel(xc, packed, b, kept)  # checked once, as a program's first run does
+    if per_call:
+        return lambda: kernel.launch_trusted([xc, pack(w), b, kept])
+    return lambda: kernel.launch_trusted([xc, packed, b, kept])
 
 
 def _calls(x, w, b, p, s, d) -> list:
-    """The six calls of one conv (see the module docstring), in table order."""
-    xc = x.contiguous(memory_format=torch.channels_last)
+    """The seven calls of one conv (see the module docstring), in table order."""
+    xc = x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
     packed = torch.ops.mkldnn._reorder_convolution_weight(w, p, s, d, 1, list(x.shape))
+    out_pad = [0] * len(s)
     return [
-        lambda: torch.ops.aten.convolution(x, w, b, s, p, d, False, [0, 0], 1),
-        lambda: torch.ops.aten.convolution(xc, w, b, s, p, d, False, [0, 0], 1),
+        lambda: torch.ops.aten.convolution(x, w, b, s, p, d, False, out_pad, 1),
+        lambda: torch.ops.aten.convolution(xc, w, b, s, p, d, False, out_pad, 1),
         lambda: torch.ops.aten.mkldnn_convolution(x, w, b, p, s, d, 1),
         lambda: torch.ops.mkldnn._convolution_pointwise(xc, w, b, p, s, d, 1, "none", [], ""),
         lambda: torch.ops.mkldnn._convolution_pointwise(xc, packed, b, p, s, d, 1, "none", [], ""),
-        _tessera_per_call(xc, w, b, p, s),
+        _tessera(xc, w, b, p, s, per_call=True),
+        _tessera(xc, w, b, p, s, per_call=False),
     ]
 
 
@@ -74,20 +81,27 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--shapes", action="append", default=None,
                     help="C_in,C_out,kernel,spatial,stride (repeatable; default: ResNet-50's)")
+    ap.add_argument("--frames", type=int, default=0,
+                    help="conv3d of this many input frames (a kernel of kernel^3, padding kernel//2; default: conv2d)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     shapes = [tuple(map(int, t.split(","))) for t in a.shapes] if a.shapes else SHAPES
     print(f"torch {torch.__version__}, {a.threads} threads, batch {a.batch}, medians of {a.reps}")
     print("| conv | weight / output elements | ATen NCHW ms | ATen CL ms | mkldnn NCHW ms | oneDNN CL plain weight ms "
-          "| oneDNN CL packed ms | tessera packed per call ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| oneDNN CL packed ms | tessera packed per call ms | tessera packed once ms |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    frames = (a.frames,) if a.frames else ()
+    rank = 2 + len(frames)
     with torch.no_grad():
         for ci, co, k, hw, st in shapes:
-            x, w, b = torch.randn(a.batch, ci, hw, hw), torch.randn(co, ci, k, k), torch.randn(co)
-            p, s, d = [k // 2] * 2, [st, st], [1, 1]
-            out = torch.ops.aten.convolution(x, w, b, s, p, d, False, [0, 0], 1)
+            x, w, b = torch.randn(a.batch, ci, *frames, hw, hw), torch.randn(co, ci, *[k] * rank), torch.randn(co)
+            p, s, d = [k // 2] * rank, [st] * rank, [1] * rank
+            out = torch.ops.aten.convolution(x, w, b, s, p, d, False, [0] * rank, 1)
             ms = [_median_ms(call, a.reps) for call in _calls(x, w, b, p, s, d)]
             ratio = w.numel() / math.prod(out.shape)
-            print(f"| {ci}->{co} {k}x{k} s{st} at {hw}x{hw} | {ratio:.1f} | " + " | ".join(f"{m:.3f}" for m in ms) + " |",
+            window = "x".join([str(k)] * rank)
+            at = "x".join(map(str, (*frames, hw, hw)))
+            print(f"| {ci}->{co} {window} s{st} at {at} | {ratio:.1f} | " + " | ".join(f"{m:.3f}" for m in ms) + " |",
                   flush=True)
 
 

@@ -46,6 +46,8 @@ clock | 2 threads, wall clock, Inductor compiling between the shapes::
       VAE conv_up 64->64 1x64x4x64x64 p1 ........... 0.85x | 0.96x | 0.92x
       conv2d 64->64 64x64 p1 ....................... 0.95x | 1.01x | 1.03x
       conv2d 128->128 batch 4 32x32 ................ 1.07x | 0.89x | 0.94x    oneDNN (0.95x)
+    3x3 / 3x3x3 stride 1, at most 32 channels, at most 3x32x32 output points (Xeon,
+      1 thread, session 34: 1.1x-6.6x, ``FEW_CHANNELS_3X3_POINTS``) ........ tessera
 
 Before session 6 tessera's kernel was timed writing a new output like
 oneDNN, and every class stayed on oneDNN (0.32x-1.05x): what the kernel wins
@@ -216,6 +218,26 @@ in; not measured apart), and the kernel, writing a kept buffer, saved
 RegNetY-400MF 7.79 -> 7.65): ~1.5x. On the Xeon of session 32 the kernel ran it at 115 GFLOP/s
 before its taps were rolled (``FEW_CHANNELS_SPEEDUP``) and 135-160 after: 1.5x oneDNN's call."""
 
+FEW_CHANNELS_3X3_POINTS = 3 * 32 * 32
+"""Most output points of a 3x3 (3x3x3) stride-1 conv of at most 32 channels that the kernel takes
+(the rule before the last of ``X86_RULES``; of dynamic sizes it takes them at every size).
+``bench/conv_default_calls.py --threads 1`` (``--frames 3`` for conv3d, padding 1), Xeon
+(AVX-512), session 34; the kernel over oneDNN's call, weight packed once (freezing) | the
+kernel packing its weight per call over the fastest library call reading the plain weight::
+
+    conv3d 16->16 3x8x8 .. 3.3x | 3.2x     conv2d 16->16 8x8 ... 6.6x | 1.8x
+    conv3d 16->16 3x16x16  1.7x | 1.7x     conv2d 16->16 32x32 . 2.1x | 2.1x
+    conv3d 16->16 3x32x32  1.2x | 1.2x     conv2d 16->16 64x64 . 1.3x | 1.4x
+    conv3d 32->32 3x8x8 .. 1.8x | 1.8x     conv2d 32->32 16x16 . 2.2x | 1.6x
+    conv3d 32->32 3x16x16  1.2x | 1.3x     conv2d 32->32 32x32 . 1.4x | 1.4x
+    conv3d 32->32 3x32x32  1.1x | 1.1x     conv2d 32->32 64x64 . 1.1x | 0.92x
+
+(medians of 15-21 calls). At 64 channels and more the two are within 1.0-1.2x (conv3d 128->128
+3x16x16: 1.0x | 1.0x; 256->256 3x32x32 1.0x | 0.98x), and at 96 channels 3x26x26 oneDNN leads
+(0.91x): those stay on the library. Under freezing a 2-D conv past 13x13 takes Winograd first.
+The WAN 2.1 decoder's causal 3x3x3 convs at an 8x8 latent (32 -> 32 at 3x10x10, padding 0) were
+one of the library's calls at 93 us against the kernel's 50, its weight packed per call."""
+
 X86_RULES = (
     *_NO_KERNEL,
     _ONE_POINT,
@@ -232,8 +254,12 @@ X86_RULES = (
     Rule("strided window", lambda c: any(s > 1 for s in c.stride), 1.06),
     Rule("3x3 stride 1, at most 13x13 output points", lambda c: (
         c.kernel == (3, 3) and c.stride == (1, 1) and c.points is not None and c.points <= 169), 1.22),
+    Rule("3x3 / 3x3x3 stride 1, at most 32 channels in and out, at most 3x32x32 output points", lambda c: (
+        c.kernel in ((3, 3), (3, 3, 3)) and set(c.stride) == {1} and max(c.in_channels, c.out_channels) <= 32
+        and (c.points is None or c.points <= FEW_CHANNELS_3X3_POINTS)), 1.5),
     Rule("3x3 / 3x3x3 and larger windows, stride 1", lambda c: True, 0.95),
 )
+
 
 RULES: dict[str, tuple[Rule, ...]] = {"x86": X86_RULES}
 

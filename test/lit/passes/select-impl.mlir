@@ -15,7 +15,8 @@
 // not at 14x14 or 7x7. Of dynamic sizes the choice is made per size
 // ("avx2:winograd"): under freezing from 16 input channels, without from 64
 // each way, where a weight too large to pack per call (256x256x3x3) no longer
-// sends the conv to the library (the sizes Winograd leaves run on it).
+// sends the conv to the library (the sizes Winograd leaves run on it); 32 -> 32
+// without freezing runs on the direct kernel, as every 3x3 of at most 32 channels.
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
@@ -64,7 +65,7 @@
 // AVX512-NOT: winograd
 // AVX512: func.return
 // AVX2-LABEL: func.func @winograd_dynamic(
-// AVX2: %ya = tsr.conv %a, %wa {stride
+// AVX2: %ya = tsr.conv %a, %wa {tsr.impl = "avx2",
 // AVX2: %yb = tsr.conv %b, %wb {tsr.impl = "avx2:winograd",
 // FROZEN2-LABEL: func.func @winograd_dynamic(
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"

@@ -50,7 +50,7 @@ def pack_signature(spec: ConvSpec) -> KernelSignature:
 
 def _grid(spec: ConvSpec, til: Tiling) -> tuple[int, ...]:
     taps = spec.kernel_volume
-    return (taps, til.blocks) if til.channelwise else (spec.groups * til.blocks, taps, spec.cin_g)
+    return (taps, til.blocks) if til.channelwise else (spec.groups * til.blocks, spec.cin_g, taps)
 
 
 def pack_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
@@ -75,7 +75,7 @@ def pack_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
                 gather_block(b, src, dst, b.add(b.mul(c0, i64(k * taps)), tap), offsets, out, til, nvalid)
     else:
         def point(b: ir.IRBuilder, idx: list[ir.Value]) -> None:
-            gb, tap, ci = idx
+            gb, ci, tap = idx
             g, blk = b.udiv(gb, i64(til.blocks)), b.urem(gb, i64(til.blocks))
             co0 = b.mul(blk, i64(nr))
             nvalid = umin(b, i64(nr), b.sub(i64(spec.cout_g), co0))
