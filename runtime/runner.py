@@ -40,6 +40,7 @@ import torch
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import SizedLayout, dense_strides
+from tessera.runtime.size_binding import Guarded
 
 if TYPE_CHECKING:
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
@@ -226,7 +227,8 @@ class _Writer:
         self.emit(f"else: {launcher}([{', '.join(pointers)}], c, n)", 2)
 
     def call(self, step: Call) -> None:
-        fn = self.name("F", step.fn)
+        guarded = step.fn if isinstance(step.fn, Guarded) else None
+        fn = self.name("F", step.fn if guarded is None else guarded.fn)
         value = f"{fn}({', '.join(_b(b) for b in step.args)})"
         results = [_b(b) for b in step.results]
         if len(results) == 1:
@@ -235,6 +237,10 @@ class _Writer:
             self.emit(f"{', '.join(results)} = many({value}, {len(results)}, {fn})")
         else:
             self.emit(f"many({value}, 0, {fn})")
+        for j, p in (guarded.placements.items() if guarded is not None else ()):  # Guarded's check, inline
+            r, g = results[j], self.name("G", guarded)
+            self.emit(f"if {r}.shape != {self.name('S', p.shape)} or {r}.stride() != {self.name('T', p.strides)}: "
+                      f"{g}.changed({j}, {r})")
 
 
 def pinned_views(program: Program) -> dict[int, torch.Tensor]:

@@ -58,8 +58,12 @@ class Guarded:
         for i, p in self.placements.items():
             t = outs[i]
             if t.shape != p.shape or t.stride() != p.strides:
-                raise SizesChanged(f"{self.__name__} returned {tuple(t.shape)}, bound to {p.shape}")
+                self.changed(i, t)
         return out
+
+    def changed(self, i: int, t: torch.Tensor) -> None:
+        """Result ``i``, ``t``, is not placed as bound (the straight-line runner checks inline)."""
+        raise SizesChanged(f"{self.__name__} returned {tuple(t.shape)}, bound to {self.placements[i].shape}")
 
 
 def bind_sizes(program: Any, seen: dict[int, Any]) -> Any:
