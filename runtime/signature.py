@@ -27,6 +27,7 @@ of the dynamic sizes, then the dynamic strides, of each argument in order
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, cast
@@ -94,9 +95,10 @@ class KernelSignature:
         """The kernel's pointer arguments: one per buffer, and the dims array of a dynamic kernel."""
         return len(self.args) + (1 if self.dynamic else 0)
 
-    @property
+    @functools.cached_property
     def grid_size(self) -> int:
-        """The number of grid points (a dynamic extent counts as 1: see :meth:`grid_size_of`)."""
+        """The number of grid points (a dynamic extent counts as 1: see :meth:`grid_size_of`);
+        read on every launch of a static kernel, so computed once."""
         return math.prod(g for g in self.grid if isinstance(g, int))
 
     def grid_size_of(self, tensors: Any) -> int:

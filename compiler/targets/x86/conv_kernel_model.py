@@ -46,6 +46,8 @@ clock | 2 threads, wall clock, Inductor compiling between the shapes::
       VAE conv_up 64->64 1x64x4x64x64 p1 ........... 0.85x | 0.96x | 0.92x
       conv2d 64->64 64x64 p1 ....................... 0.95x | 1.01x | 1.03x
       conv2d 128->128 batch 4 32x32 ................ 1.07x | 0.89x | 0.94x    oneDNN (0.95x)
+    2x2 and temporal k x 1 x 1 windows, stride 1 (Xeon, 1 thread, session 34: 1.2x-5.9x,
+      ``SMALL_WINDOWS_SPEEDUP``) ............................................ tessera
     3x3 / 3x3x3 stride 1, at most 32 channels, at most 3x32x32 output points (Xeon,
       1 thread, session 34: 1.1x-6.6x, ``FEW_CHANNELS_3X3_POINTS``) ........ tessera
 
@@ -238,6 +240,29 @@ kernel packing its weight per call over the fastest library call reading the pla
 The WAN 2.1 decoder's causal 3x3x3 convs at an 8x8 latent (32 -> 32 at 3x10x10, padding 0) were
 one of the library's calls at 93 us against the kernel's 50, its weight packed per call."""
 
+SMALL_WINDOWS_SPEEDUP = 1.9
+"""tessera's kernel over oneDNN's prepacked call on stride-1 2x2 windows (the phases of
+``fold-upsample-into-conv``'s polyphase convs: every upsampling decoder) and temporal
+``k x 1 x 1`` windows (a video VAE's time conv). ``session 34``, Xeon (AVX-512), 1 thread,
+medians of 30 calls, us: oneDNN prepacked, the kernel prepacked | the best library call
+reading the plain weight, the kernel packing per call::
+
+    2x2 32->64 at 10x10 .............. 43, 11 | 28, 17      (WAN decoder's upsampler, 8x8 latent)
+    2x2 32->64 at 10x10, batch 2 ..... 47, 18 | 70, 25
+    3x1x1 32->64 at 3x8x8 ............ 41, 7  | 23, 13      (WAN decoder's time conv)
+    2x2 64->128 at 18x18 ........... 220, 113 | 333, 173
+    2x2 64->64 at 34x34 ............ 245, 200 | 282, 216
+    3x1x1 128->256 at 3x16x16 ...... 343, 279 | 412, 324
+    2x2 32->32 at 66x66 ............ 234, 196 | 263, 194
+
+1.2x-5.9x (median 1.95) prepacked, 1.3x-2.8x per call."""
+
+
+def small_windows(c: ConvShape) -> bool:
+    """A stride-1 2x2 window, or a temporal ``k x 1 x 1`` one (:data:`SMALL_WINDOWS_SPEEDUP`)."""
+    return set(c.stride) == {1} and (c.kernel == (2, 2) or (c.spatial == 3 and c.kernel[1:] == (1, 1)))
+
+
 X86_RULES = (
     *_NO_KERNEL,
     _ONE_POINT,
@@ -252,6 +277,7 @@ X86_RULES = (
     Rule("1x1x1 conv3d", lambda c: c.pointwise and c.spatial == 3, 1.29),
     Rule("1x1 conv2d", lambda c: c.pointwise, 1.07),
     Rule("strided window", lambda c: any(s > 1 for s in c.stride), 1.06),
+    Rule("2x2, and k x 1 x 1 (temporal) windows, stride 1", small_windows, SMALL_WINDOWS_SPEEDUP),
     Rule("3x3 stride 1, at most 13x13 output points", lambda c: (
         c.kernel == (3, 3) and c.stride == (1, 1) and c.points is not None and c.points <= 169), 1.22),
     Rule("3x3 / 3x3x3 stride 1, at most 32 channels in and out, at most 3x32x32 output points", lambda c: (
