@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -137,10 +137,11 @@ class SizedCall(PlacedCall):
         self.unbound, self.guarded = call.placements, guarded
 
     def _placed(self, j: int, t: torch.Tensor) -> torch.Tensor:
-        bound, unbound = self.placements[j], self.unbound[j]
+        bound = cast(Placement, self.placements[j])  # placed: not None
+        unbound = self.unbound[j]
         if j in self.guarded and (t.shape != bound.shape or unbound is None):
             raise SizesChanged(f"{self.where} returned {tuple(t.shape)}, bound to {bound.shape}")
-        if t.shape != bound.shape:
+        if unbound is not None and t.shape != bound.shape:  # (unbound None: a guarded result)
             return t if unbound.holds(t) else self._fixed_up(t, unbound)
         return self._fixed_up(t, bound)
 

@@ -59,9 +59,6 @@ class _WeightPacker:
         self._serial, self._points = kernel.serial if kernel.default_chunks <= 1 else None, kernel.signature.grid_size
         """The machine code itself where a launch runs the grid in one chunk (as ``runner.py`` calls it)."""
 
-    def __reduce__(self) -> tuple:
-        return _WeightPacker, (self.spec, self.kernel, self.shape)  # the machine code's address does not pickle
-
     def __call__(self, w: torch.Tensor, into: Kept | None = None) -> torch.Tensor:
         """Runs on every call without freezing: the weight checked here (its shape, on
         the CPU), the launch trusted. The kernel's own check of both tensors took half
