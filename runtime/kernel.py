@@ -62,6 +62,10 @@ class Kernel:
         self.dynamic = signature.dynamic
         """Sizes come with each launch: the grid and the dims array are computed from the tensors."""
         self.default_chunks = self._chunks(signature.grid_size, [a.numel for a in signature.args])
+        self._direct = (getattr(launcher, "serial", None)
+                        if not (self.dynamic or takes_tensors or self.default_chunks > 1) else None)
+        """The machine code a trusted launch of one chunk calls itself, as ``runner.py`` does
+        (a Python-side launch: a per-call weight pack, a Winograd step)."""
         self._dim_slots = signature.dim_slots
         self.empty = not self.dynamic and signature.grid_size == 0
         """An empty grid (the kernel writes a tensor with an empty dim): nothing to launch."""
@@ -119,7 +123,11 @@ class Kernel:
     def launch_trusted(self, tensors: Sequence[torch.Tensor]) -> None:
         """Launches without :meth:`check`: for a :class:`~tessera.runtime.program.Program`
         whose buffers were checked against this kernel on an earlier run with the same inputs."""
-        self._launch(tensors, None)
+        direct = self._direct
+        if direct is None:
+            self._launch(tensors, None)
+        elif not self.empty:
+            direct(*[t.data_ptr() for t in tensors], 0, self.signature.grid_size)
 
     def _launch(self, tensors: Sequence[torch.Tensor], chunks: int | None) -> None:
         if self.empty:

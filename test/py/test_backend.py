@@ -386,6 +386,33 @@ def test_inputs_not_as_placed_are_seen_after_the_fast_check_is_built():
     assert graph._as_placed((x.clone(), w.clone()))  # other tensors of the same placements
 
 
+def test_a_dynamic_graphs_static_inputs_take_the_fast_check():
+    """With an input of dynamic sizes (an ``OrderPlacement``) and a size among the inputs,
+    the inputs of static placement (the parameters) are checked by Dynamo's C++ check,
+    the dynamic one in Python: either may be the one placed otherwise."""
+    from tessera.compiler.backend import GraphProgram
+    from tessera.runtime.layouts import OrderPlacement, Placement
+
+    w, b = torch.randn(8, 8), torch.randn(8)
+
+    class Run:
+        inputs = [None, OrderPlacement(torch.float32, (-1, 8), (0, 1)), Placement.of(w), Placement.of(b)]
+
+        def __call__(self, n, x, w, b):
+            return [x @ w + b]
+
+    graph = GraphProgram(None, [False], Run())
+    for n in (3, 5, 3):
+        x = torch.randn(n, 8)
+        assert graph._as_placed((n, x, w, b)) and graph(n, x, w, b)[0].equal(x @ w + b)
+    assert graph._guard  # over the two parameters
+    x = torch.randn(4, 8)
+    assert not graph._as_placed((4, torch.randn(8, 4).t(), w, b))  # the dynamic input in another order
+    assert not graph._as_placed((4, x, w.t(), b)) and not graph._as_placed((4, x, w, b.double()))
+    assert not graph._as_placed((4, torch.randn(4, 9), w, b))  # a known size differs
+    assert graph(4, x, w.t().contiguous().t(), b)[0].allclose(x @ w + b)  # relaid before the run
+
+
 @pytest.mark.parametrize("channels", [8, 128])  # channels-last (packed weight) and contiguous convs on x86
 def test_library_convs_return_the_layout_their_types_name(channels):
     """No hidden conversion: each conv's library call returns the layout the

@@ -70,6 +70,14 @@
 // FROZEN2-LABEL: func.func @winograd_dynamic(
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
+// A 3x3x3 conv of 32 channels at 3x8x8 output points, a polyphase 2x2 and a temporal
+// 3x1x1 window go to the kernel (session 34); 96 channels at 3x26x26 stay on the library.
+// AVX512-LABEL: func.func @small_windows(
+// AVX512: %ya = tsr.conv {{.*}}tsr.impl = "avx512"
+// AVX512: %yb = tsr.conv {{.*}}tsr.impl = "avx512"
+// AVX512: %yc = tsr.conv {{.*}}tsr.impl = "avx512"
+// AVX512: %yd = tsr.conv %d, %wd {stride
+// AVX512: func.return
 
 // LIB-NOT: tsr.impl
 
@@ -110,4 +118,12 @@ func.func @winograd_dynamic(%a: tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, %wa: te
   %ya = tsr.conv %a, %wa {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, tensor<32x32x3x3xf32>) -> tensor<?x32x?x?xf32, #tsr.layout<nhwc>>
   %yb = tsr.conv %b, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<?x256x?x?xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<?x256x?x?xf32, #tsr.layout<nhwc>>
   func.return %ya, %yb : tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, tensor<?x256x?x?xf32, #tsr.layout<nhwc>>
+}
+
+func.func @small_windows(%a: tensor<1x32x3x10x10xf32, #tsr.layout<ndhwc>>, %wa: tensor<32x32x3x3x3xf32>, %b: tensor<1x32x10x10xf32, #tsr.layout<nhwc>>, %wb: tensor<64x32x2x2xf32>, %c: tensor<1x32x3x8x8xf32, #tsr.layout<ndhwc>>, %wc: tensor<64x32x3x1x1xf32>, %d: tensor<1x96x5x28x28xf32, #tsr.layout<ndhwc>>, %wd: tensor<96x96x3x3x3xf32>) -> (tensor<1x32x1x8x8xf32, #tsr.layout<ndhwc>>, tensor<1x64x9x9xf32, #tsr.layout<nhwc>>, tensor<1x64x1x8x8xf32, #tsr.layout<ndhwc>>, tensor<1x96x3x26x26xf32, #tsr.layout<ndhwc>>) {
+  %ya = tsr.conv %a, %wa {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x32x3x10x10xf32, #tsr.layout<ndhwc>>, tensor<32x32x3x3x3xf32>) -> tensor<1x32x1x8x8xf32, #tsr.layout<ndhwc>>
+  %yb = tsr.conv %b, %wb {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x32x10x10xf32, #tsr.layout<nhwc>>, tensor<64x32x2x2xf32>) -> tensor<1x64x9x9xf32, #tsr.layout<nhwc>>
+  %yc = tsr.conv %c, %wc {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x32x3x8x8xf32, #tsr.layout<ndhwc>>, tensor<64x32x3x1x1xf32>) -> tensor<1x64x1x8x8xf32, #tsr.layout<ndhwc>>
+  %yd = tsr.conv %d, %wd {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x96x5x28x28xf32, #tsr.layout<ndhwc>>, tensor<96x96x3x3x3xf32>) -> tensor<1x96x3x26x26xf32, #tsr.layout<ndhwc>>
+  func.return %ya, %yb, %yc, %yd : tensor<1x32x1x8x8xf32, #tsr.layout<ndhwc>>, tensor<1x64x9x9xf32, #tsr.layout<nhwc>>, tensor<1x64x1x8x8xf32, #tsr.layout<ndhwc>>, tensor<1x96x3x26x26xf32, #tsr.layout<ndhwc>>
 }

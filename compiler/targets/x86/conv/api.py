@@ -56,24 +56,19 @@ class _WeightPacker:
     def __init__(self, spec: ConvSpec, kernel: Kernel, shape: tuple[int, ...]):
         self.spec, self.kernel, self.shape = spec, kernel, shape
         self._weight_shape = (spec.out_channels, spec.cin_g, *spec.kernel)
-        self._serial, self._points = kernel.serial if kernel.default_chunks <= 1 else None, kernel.signature.grid_size
-        """The machine code itself where a launch runs the grid in one chunk (as ``runner.py`` calls it)."""
 
     def __call__(self, w: torch.Tensor, into: Kept | None = None) -> torch.Tensor:
         """Runs on every call without freezing: the weight checked here (its shape, on
         the CPU), the launch trusted. The kernel's own check of both tensors took half
-        of a 64x64x3x3 pack (26 of 51 us); a dense f32 weight is read as it is, and a
-        one-chunk grid calls the machine code: 6.5 -> 3.3 us for a 16x16x3x3x3 weight
+        of a 64x64x3x3 pack (26 of 51 us); a dense f32 weight is read as it is (and a
+        one-chunk launch calls the machine code, ``Kernel.launch_trusted``): 6.5 -> 3.9 us for a 16x16x3x3x3 weight
         (session 34). ``into``: the buffers it writes, kept between calls (``kept.KeptPack``)."""
         if not (isinstance(w, torch.Tensor) and w.dtype is torch.float32 and w.is_cpu
                 and w.shape == self._weight_shape and w.is_contiguous()):
             w = w.detach().float().contiguous()
             check_weight(w, self.spec)
         out = kept_buffer(into, "packed", self.shape)
-        if self._serial is not None:
-            self._serial(w.data_ptr(), out.data_ptr(), 0, self._points)
-        else:
-            self.kernel.launch_trusted([w, out])
+        self.kernel.launch_trusted([w, out])
         return out
 
     def per_call(self) -> KeptPack:
