@@ -33,6 +33,8 @@ import torch
 
 from tessera.passes.target_models import ConvShape
 
+from .conv_input_grad import input_grad
+from .conv_input_grad import takes as input_grad_takes
 from .conv_weight_grad import takes as weight_grad_takes
 from .conv_weight_grad import weight_grad
 from .targets.x86.conv_choice import ANY_TILES
@@ -63,24 +65,27 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
 
 def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
                          output_mask, otherwise=None):
-    """``aten.convolution_backward`` with its input gradient as a conv where :func:`takes`, and
-    its weight gradient as ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes``
+    """``aten.convolution_backward`` with its input gradient as a conv where :func:`takes`, else
+    as ``tessera.conv_input_grad`` where ``conv_input_grad.takes``, and its weight gradient as ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes``
     (the bias's then a sum of ``grad``); elsewhere the decomposition ``otherwise``
     (Inductor's), or the op whole."""
     as_conv = takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
+    own_input = not as_conv and input_grad_takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
     own_weight = weight_grad_takes(x, w, transposed, groups, output_mask)
-    if not as_conv and not own_weight:
+    if not as_conv and not own_input and not own_weight:
         args = (grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
         return otherwise(*args) if otherwise is not None else NotImplemented
     gx = gw = gb = None
     if as_conv:
         flipped = aten.transpose.int(aten.flip.default(w, [2, 3]), 0, 1)
         gx = aten.convolution.default(grad, flipped, None, [1, 1], [2 - p for p in padding], [1, 1], False, [0, 0], 1)
+    elif own_input:
+        gx = input_grad(grad, x, w, padding, dilation)
     if own_weight:
         gw = weight_grad(grad, x, w, stride, padding, dilation)
         if output_mask[2]:
             gb = aten.sum.dim_IntList(grad, [0, *range(2, grad.dim())])
-    rest = [output_mask[0] and not as_conv, output_mask[1] and not own_weight, output_mask[2] and not own_weight]
+    rest = [output_mask[0] and not as_conv and not own_input, output_mask[1] and not own_weight, output_mask[2] and not own_weight]
     if any(rest):
         left = aten.convolution_backward.default(grad, x, w, bias_sizes, stride, padding, dilation, transposed,
                                                  output_padding, groups, rest)

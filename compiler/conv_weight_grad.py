@@ -25,6 +25,7 @@ import math
 
 import torch
 
+from .conv_grad_layouts import in_kernel_layout, in_layout, is_channels_last
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
 from .targets.x86.conv_choice import host_isa
 
@@ -54,8 +55,8 @@ def _conv_weight_grad(dy: torch.Tensor, x: torch.Tensor, weight_size: list[int],
     isa = host_isa()
     if isa is None or dy.dtype != torch.float32 or x.dtype != torch.float32 or x.device.type != "cpu":
         return _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last)
-    dy, dy_layout = _in_kernel_layout(dy)
-    x, x_layout = _in_kernel_layout(x)
+    dy, dy_layout = in_kernel_layout(dy)
+    x, x_layout = in_kernel_layout(x)
     try:
         kernel, spec = _kernel(tuple(x.shape), tuple(weight_size), tuple(stride), tuple(padding), tuple(dilation),
                                channels_last, x_layout, dy_layout, isa, torch.get_num_threads())
@@ -79,7 +80,7 @@ the kernel of a small conv)."""
 
 @conv_weight_grad.register_fake
 def _(dy, x, weight_size, stride, padding, dilation, channels_last):
-    return _in_layout(x.new_empty(weight_size), channels_last)
+    return in_layout(x.new_empty(weight_size), channels_last)
 
 
 def _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last) -> torch.Tensor:
@@ -87,18 +88,7 @@ def _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_la
     nsp = len(weight_size) - 2
     gw = aten.convolution_backward(dy, x, w, None, stride, padding, dilation, False, [0] * nsp, 1,
                                    [False, True, False])[1]
-    return _in_layout(gw, channels_last)
-
-
-def _in_kernel_layout(t: torch.Tensor) -> tuple[torch.Tensor, str]:
-    """``t`` and the layout the kernel reads it in: its own, or a contiguous copy."""
-    if _channels_last(t):
-        return t, "channels_last"
-    return t.contiguous(), "contiguous"
-
-
-def _in_layout(t: torch.Tensor, channels_last: bool) -> torch.Tensor:
-    return t.contiguous(memory_format=_channels_last_format(t) if channels_last else torch.contiguous_format)
+    return in_layout(gw, channels_last)
 
 
 @functools.lru_cache(maxsize=256)
@@ -115,14 +105,6 @@ def _kernel(x_shape, weight_size, stride, padding, dilation, channels_last, x_la
 
 def weight_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, padding, dilation) -> torch.Tensor:
     """The traced call, its result in ATen's layout (channels-last where the input or the weight is)."""
-    channels_last = _channels_last(x) or _channels_last(w)
+    channels_last = is_channels_last(x) or is_channels_last(w)
     return torch.ops.tessera.conv_weight_grad(grad, x, list(w.shape), list(stride), list(padding), list(dilation),
                                               channels_last)
-
-
-def _channels_last_format(t: torch.Tensor) -> torch.memory_format:
-    return torch.channels_last if t.dim() == 4 else torch.channels_last_3d
-
-
-def _channels_last(t: torch.Tensor) -> bool:
-    return t.is_contiguous(memory_format=_channels_last_format(t)) and not t.is_contiguous()

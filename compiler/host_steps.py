@@ -254,9 +254,10 @@ class AtenCall:
         """``"aten.add.Tensor"`` -> ``torch.ops.aten.add.Tensor``."""
         namespace, op, overload = self.callee.split(".")
         if namespace == "tessera":  # tessera's own ops: their functions, not through the dispatcher
-            from .conv_weight_grad import HOST_FUNCTIONS
+            from .conv_input_grad import HOST_FUNCTIONS as INPUT_GRAD
+            from .conv_weight_grad import HOST_FUNCTIONS as WEIGHT_GRAD
 
-            return HOST_FUNCTIONS[self.callee]
+            return {**INPUT_GRAD, **WEIGHT_GRAD}[self.callee]
         return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
     def __call__(self, *operands: Any) -> Any:

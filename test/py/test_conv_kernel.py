@@ -118,6 +118,14 @@ def test_contiguous_output_layout_matches_eager(isa, n, cin, cout, size, kernel,
     check(runnable(isa), n, cin, cout, size, kernel, output_layout="contiguous", residual=True, act="silu", **kw)
 
 
+@pytest.mark.parametrize("isa", CONV_ISAS)
+@pytest.mark.parametrize("act", [None, *ACTS])
+def test_contiguous_output_takes_every_activation(isa, act):
+    """Channel rows transposed in registers: 20 output channels (a partial vector), tiles of
+    pixels past one vector's lanes and a last partial one, each activation on the rows."""
+    check(runnable(isa), 2, 8, 20, (5, 37), (3, 3), output_layout="contiguous", act=act, padding=1)
+
+
 def test_depthwise_reads_channels_last_only():
     with pytest.raises(InvalidConvSpec, match="depthwise"):
         ConvSpec(1, 8, 8, (5, 5), (3, 3), groups=8, input_layout="contiguous")

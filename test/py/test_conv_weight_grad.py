@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import needs_avx2
+from conv_backward_checks import assert_backward_matches_aten
 from program_capture import programs_run
 
-from tessera.compiler.conv_backward import convolution_backward
 from tessera.compiler.conv_weight_grad import takes
 from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import CONV_ISAS, can_run_conv
@@ -157,14 +157,7 @@ def test_decomposition_matches_aten_and_its_layouts(mask, memory_format):
         dy = dy.contiguous(memory_format=memory_format)
         args = ([w_shape[0]], [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1, mask)
         assert takes(x, w, False, 1, mask)
-        got = convolution_backward(dy, x, w, *args)
-        want = aten.convolution_backward.default(dy.double(), x.double(), w.double(), *args)
-        wanted = aten.convolution_backward.default(dy, x, w, *args)
-        for g, e, f, on in zip(got, want, wanted, mask, strict=True):
-            assert (g is None) == (not on)
-            if on:
-                torch.testing.assert_close(g.double(), e, rtol=1e-4, atol=1e-5 * e.abs().max().item())
-                assert g.stride() == f.stride()
+        assert_backward_matches_aten(dy, x, w, args)
 
 
 @pytest.mark.parametrize("change", [

@@ -55,7 +55,7 @@ class _WeightPacker:
 
     def __init__(self, spec: ConvSpec, kernel: Kernel, shape: tuple[int, ...]):
         self.spec, self.kernel, self.shape = spec, kernel, shape
-        self._weight_shape = (spec.out_channels, spec.cin_g, *spec.kernel)
+        self._weight_shape = spec.plain_weight_shape()
 
     def __call__(self, w: torch.Tensor, into: Kept | None = None) -> torch.Tensor:
         """Runs on every call without freezing: the weight checked here (its shape, on

@@ -17,8 +17,8 @@ target's vectors (no libm call):
     gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 
 A tile's last channel vector past the valid channels is stored with a mask.
-A contiguous (NCHW) output is written through a scratch tile, one channel's
-row of pixels at a time, the residual and activation applied there.
+A contiguous (NCHW) output is written a channel's row of pixels at a time, the
+tile transposed in registers, the residual and activation applied there.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from tessera.compiler.codegen import expand_math
-from tessera.compiler.codegen.irbuild import F32, counted_loop, entry_alloca, gep, i64, load_vec, store_vec
+from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_vec, store_vec
+from tessera.compiler.targets.x86.conv.pack_ir import transpose
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 
 
@@ -96,31 +97,36 @@ def store_tile(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value
 
 def _store_transposed(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value]], out: ir.Value,
                       bias: ir.Value, res: ir.Value, nvalid: int) -> None:
-    """``store_tile`` into a contiguous (NCHW/NCDHW) output: the tile (bias added) goes
-    to a scratch tile pixel by pixel, then each channel's row of pixels is read
-    back across it, the residual (same layout) added, the activation applied, and
-    stored contiguously (``out``/``res`` point at pixel 0 of the tile's first channel)."""
+    """``store_tile`` into a contiguous (NCHW/NCDHW) output: each channel vector of up to
+    ``lanes`` pixels (bias added) transposed in registers (``pack_ir.transpose``) into one
+    vector of pixels per channel, the residual (same layout) added, the activation applied,
+    and stored (masked past the tile's pixels) into the channel's row (``out``/``res``
+    point at pixel 0 of the tile's first channel). A scratch tile read back a float at a
+    time, as before, ran 1.6-2.7x the channels-last store's time on 32x32 to 64x64 planes
+    (a 32 -> 32 3x3 conv at 64x64, batch 8: 6.45 against 3.44 ms; session 35)."""
     lanes, width, nvec = accs[0][0].type.count, len(accs), len(accs[0])
-    nr = nvec * lanes
-    scratch = entry_alloca(b, F32, width * nr)
-    biases = [load_vec(b, gep(b, bias, 4 * v * lanes), lanes, min(lanes, nvalid - v * lanes))
-              for v in range(nvec)] if spec.bias else None
-    for p, row in enumerate(accs):
-        for v, acc in enumerate(row):
-            store_vec(b, b.fadd(acc, biases[v]) if biases else acc, gep(b, scratch, 4 * (p * nr + v * lanes)))
     plane = 4 * spec.out_channel_stride
+    for v in range(nvec):
+        bias_v = load_vec(b, gep(b, bias, 4 * v * lanes), lanes, min(lanes, nvalid - v * lanes)) if spec.bias else None
+        for p0 in range(0, width, lanes):
+            pixels = min(lanes, width - p0)
+            rows = [b.fadd(accs[p][v], bias_v) if bias_v is not None else accs[p][v] for p in range(p0, p0 + pixels)]
+            rows += [ir.Constant(rows[0].type, None)] * (lanes - pixels)
+            for t, value in enumerate(transpose(b, rows)[:max(0, min(lanes, nvalid - v * lanes))]):
+                at = (v * lanes + t) * plane + 4 * p0
+                if spec.residual:
+                    value = b.fadd(value, load_vec(b, gep(b, res, at), lanes, pixels))
+                store_vec(b, _activate_lanes(b, value, spec.activation), gep(b, out, at), pixels)
 
-    def channel(b: ir.IRBuilder, j: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
-        src, dst = gep(b, scratch, b.mul(j, i64(4))), gep(b, out, b.mul(j, i64(plane)))
-        rsrc = gep(b, res, b.mul(j, i64(plane))) if spec.residual else None
-        for p in range(width):
-            value = b.load(gep(b, src, 4 * p * nr), typ=F32, align=4)
-            if rsrc is not None:
-                value = b.fadd(value, b.load(gep(b, rsrc, 4 * p), typ=F32, align=4))
-            b.store(activate(b, value, spec.activation), gep(b, dst, 4 * p), align=4)
-        return []
 
-    counted_loop(b, nvalid, [], channel, "out.c")
+def _activate_lanes(b: ir.IRBuilder, value: ir.Value, activation: str) -> ir.Value:
+    """``activate`` on each lane of a vector (GELU's ``erf`` and ``tanh`` lane by lane)."""
+    if activation not in ("gelu", "gelu_tanh"):
+        return activate(b, value, activation)
+    for lane in range(value.type.count):
+        at = ir.Constant(ir.IntType(32), lane)
+        value = b.insert_element(value, activate(b, b.extract_element(value, at), activation), at)
+    return value
 
 
 def load_tile(b: ir.IRBuilder, spec: ConvSpec, out: ir.Value, pixels: int, nvec: int, lanes: int,

@@ -67,7 +67,7 @@ def buffer_names(spec: ConvSpec) -> list[str]:
 def buffer_specs(spec: ConvSpec) -> tuple[BufferSpec, ...]:
     til = choose_tiling(spec)
     if spec.packs_weight:
-        wbuf = BufferSpec(spec.weight_shape(), spec.weight_strides(), "float32")
+        wbuf = BufferSpec(spec.plain_weight_shape(), spec.plain_weight_strides(), "float32")
     else:
         ws = packed_shape(spec, til)
         wbuf = BufferSpec(ws, strides_for(ws, identity(len(ws))), "float32")

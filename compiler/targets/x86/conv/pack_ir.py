@@ -3,6 +3,7 @@
     gather_block(b, w, packed, first, step, out, til, nvalid)   # packed[out:out+nr] = w[first + j*step]
     gather_block(b, w, packed, first, (0, 9, ...), out, til, n) # packed[out+j] = w[first + offsets[j]]
     emit_block_pack(b, spec, til, w, stack, gb)                  # one channel block of the packed layout
+    first, step = weight_source(b, spec, row, ci, tap)           # where W[row, ci, tap] is in the plain weight
 
 Shared by the packing kernel (``pack_kernel``: the whole weight, before the conv)
 and a conv kernel that packs its own weight a block at a time (``kernel``,
@@ -58,16 +59,31 @@ def gather_block(b: ir.IRBuilder, src: ir.Value, dst: ir.Value, first: ir.Value,
     b.position_at_end(done)
 
 
+def weight_source(b: ir.IRBuilder, spec: ConvSpec, row: ir.Value, ci: ir.Value, tap: ir.Value
+                  ) -> tuple[ir.Value, int]:
+    """Where the plain weight holds ``W[row, ci, tap]`` and how far apart output channels
+    ``row, row + 1, ...`` are (``gather_block``'s ``first`` and ``step``): ``cin_g * taps``
+    in a contiguous weight; ``taps`` in a ``flipped_weight`` (``w[ci, row, K-1-tap]``)."""
+    taps = spec.kernel_volume
+    if spec.flipped_weight:
+        return b.add(b.mul(b.add(b.mul(ci, i64(spec.out_channels)), row), i64(taps)), b.sub(i64(taps - 1), tap)), taps
+    return b.add(b.mul(b.add(b.mul(row, i64(spec.cin_g)), ci), i64(taps)), tap), spec.cin_g * taps
+
+
 def emit_block_pack(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, gb: ir.Value) -> None:
     """``dst[tap, ci, :] = packed[gb, tap, ci, :]``: one channel block of a dense conv's packed
     weight from the plain one (``src``, stored ``spec.weight_layout``): what a kernel that packs
     its weight (``ConvSpec.packs_weight``) runs as it reaches a block. A block of ``nr`` whole
     channels is read row by row (:func:`_transpose_rows`, :func:`_copy_rows`); the last,
-    partial block gathers its channels (:func:`_gather_channels`)."""
+    partial block, and every block of a ``flipped_weight`` (its channels ``taps`` floats
+    apart), gathers its channels (:func:`_gather_channels`)."""
     g, blk = b.udiv(gb, i64(til.blocks)), b.urem(gb, i64(til.blocks))
     co0 = b.mul(blk, i64(til.nr))
     nvalid = umin(b, i64(til.nr), b.sub(i64(spec.cout_g), co0))
     row = b.add(b.mul(g, i64(spec.cout_g)), co0)
+    if spec.flipped_weight:
+        _gather_channels(b, spec, til, src, dst, row, nvalid)
+        return
     fn = b.function
     whole, part, done = (fn.append_basic_block(n) for n in ("wpack.rows", "wpack.gather", "wpack.end"))
     b.cbranch(b.icmp_signed("==", nvalid, i64(til.nr)), whole, part)
@@ -82,8 +98,8 @@ def emit_block_pack(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value,
 
 def _gather_channels(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, row: ir.Value,
                      nvalid: ir.Value) -> None:
-    """A block of ``nvalid`` channels, zeros after: per ``(tap, ci)`` its channels gathered,
-    ``cin_g * taps`` floats apart (contiguous weight) or adjacent (``dhwio``)."""
+    """A block of ``nvalid`` channels, zeros after: per ``(tap, ci)`` its channels gathered
+    (:func:`weight_source`), or adjacent (``dhwio``)."""
     taps, cin_g, nr = spec.kernel_volume, spec.cin_g, til.nr
     if spec.weight_layout == "dhwio":
         def point(b: ir.IRBuilder, f: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
@@ -95,8 +111,8 @@ def _gather_channels(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value
 
     def channel(b: ir.IRBuilder, ci: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
         def tap(b: ir.IRBuilder, t: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
-            first = b.add(b.mul(b.add(b.mul(row, i64(cin_g)), ci), i64(taps)), t)
-            gather_block(b, src, dst, first, cin_g * taps, b.mul(b.add(b.mul(t, i64(cin_g)), ci), i64(nr)), til, nvalid)
+            first, step = weight_source(b, spec, row, ci, t)
+            gather_block(b, src, dst, first, step, b.mul(b.add(b.mul(t, i64(cin_g)), ci), i64(nr)), til, nvalid)
             return []
 
         counted_loop(b, taps, [], tap, "pack.tap")

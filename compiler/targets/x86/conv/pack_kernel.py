@@ -9,7 +9,7 @@ copies through padded and permuted temporaries (5-8x a ``clone``).
 
 Dense: grid ``(G * blocks, taps, cin_g)``; a point gathers one input channel of
 one tap for the ``nr`` output channels of a block (vector gathers of floats
-``cin_g * taps`` apart) and stores them as vectors: ``packed[gb, tap, ci, :]``.
+``cin_g * taps`` apart, ``taps`` in a flipped weight: ``pack_ir.weight_source``) and stores them as vectors: ``packed[gb, tap, ci, :]``.
 Channelwise: grid ``(taps, blocks)``; a point writes ``packed[tap, r, b*nr:(b+1)*nr]``
 for each of the ``k`` rotations (one gather each, its lanes' offsets a constant).
 The last block's channels past the weight's are zeros.
@@ -23,7 +23,7 @@ from tessera.compiler.codegen.irbuild import i64, umin
 from tessera.compiler.codegen.llvm_target import LlvmTarget
 from tessera.compiler.codegen.pipeline import optimize
 from tessera.compiler.targets.x86.conv.build import conv_target
-from tessera.compiler.targets.x86.conv.pack_ir import gather_block
+from tessera.compiler.targets.x86.conv.pack_ir import gather_block, weight_source
 from tessera.compiler.targets.x86.conv.packing import packed_shape
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import Tiling, choose_tiling
@@ -36,15 +36,15 @@ def pack_kernel_name(spec: ConvSpec) -> str:
     til = choose_tiling(spec)
     k = "x".join(map(str, spec.kernel))
     kind = f"cw{til.group_width}" if til.channelwise else f"g{spec.groups}"
-    return f"conv_pack_{spec.isa}_{spec.in_channels}to{spec.out_channels}_k{k}_{kind}_nr{til.nr}"
+    flip = "_flip" if spec.flipped_weight else ""
+    return f"conv_pack_{spec.isa}_{spec.in_channels}to{spec.out_channels}_k{k}_{kind}_nr{til.nr}{flip}"
 
 
 def pack_signature(spec: ConvSpec) -> KernelSignature:
     til = choose_tiling(spec)
-    ws = (spec.out_channels, spec.cin_g, *spec.kernel)
     ps = packed_shape(spec, til)
     return KernelSignature(pack_kernel_name(spec), _grid(spec, til), (
-        BufferSpec(ws, strides_for(ws, identity(len(ws))), "float32"),
+        BufferSpec(spec.plain_weight_shape(), spec.plain_weight_strides(), "float32"),
         BufferSpec(ps, strides_for(ps, identity(len(ps))), "float32", is_output=True)))
 
 
@@ -80,9 +80,9 @@ def pack_module(spec: ConvSpec, target: LlvmTarget) -> ir.Module:
             co0 = b.mul(blk, i64(nr))
             nvalid = umin(b, i64(nr), b.sub(i64(spec.cout_g), co0))
             row = b.add(b.mul(g, i64(spec.cout_g)), co0)
-            first = b.add(b.mul(b.add(b.mul(row, i64(cin_g)), ci), i64(taps)), tap)
+            first, step = weight_source(b, spec, row, ci, tap)
             out = b.mul(b.add(b.mul(b.add(b.mul(gb, i64(taps)), tap), i64(cin_g)), ci), i64(nr))
-            gather_block(b, src, dst, first, cin_g * taps, out, til, nvalid)
+            gather_block(b, src, dst, first, step, out, til, nvalid)
 
     target.emit_grid(b, fn, _grid(spec, til), point)
     return module

@@ -63,7 +63,7 @@ class PackedConvWeight:
 
 
 def check_weight(w: torch.Tensor, spec: ConvSpec) -> None:
-    want = (spec.out_channels, spec.cin_g, *spec.kernel)
+    want = spec.plain_weight_shape()
     if not isinstance(w, torch.Tensor) or w.dtype != torch.float32 or w.device.type != "cpu" or tuple(w.shape) != want:
         got = f"{w.dtype} {tuple(w.shape)} on {w.device}" if isinstance(w, torch.Tensor) else type(w).__name__
         raise ConvOperandMismatch(f"conv weight must be a float32 cpu tensor of shape {want}, got {got}")
@@ -73,6 +73,8 @@ def pack_weight(w: torch.Tensor, spec: ConvSpec) -> PackedConvWeight:
     """Packs ``w`` for ``spec``'s kernel (see the module docstring)."""
     check_weight(w, spec)
     til = choose_tiling(spec)
+    if spec.flipped_weight:  # the logical weight: W[o, i, t] = w[i, o, K-1-t]
+        w = w.detach().transpose(0, 1).flip(list(range(2, w.dim())))
     w5 = w.detach().reshape(spec.out_channels, spec.cin_g, *spec.as3d("kernel"))
     if til.channelwise:
         k, c = til.group_width, torch.arange(spec.out_channels)

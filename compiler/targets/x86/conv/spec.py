@@ -78,6 +78,11 @@ class ConvSpec:
     weight_layout: str = "contiguous"
     """How such a plain weight is stored (:data:`WEIGHT_LAYOUTS`): ``contiguous`` (OIHW), or
     ``dhwio``, output channels innermost (GPT-2's ``Conv1D`` weight ``[K, N]`` as a 1x1 conv's)."""
+    flipped_weight: bool = False
+    """The weight given is that of the conv whose input gradient this conv computes
+    (stride 1, one group): ``w`` of ``[C_in, C_out, k...]`` (this conv's channels swapped),
+    contiguous, read flipped and transposed as it is packed: ``W[o, i, t] = w[i, o, K-1-t]``
+    (``conv_input_grad.py``). No flip or transpose is ever written out."""
 
     def __post_init__(self) -> None:
         for name in ("batch", "in_channels", "out_channels", "groups"):
@@ -114,6 +119,8 @@ class ConvSpec:
         if self.weight_layout not in WEIGHT_LAYOUTS or (self.weight_layout != "contiguous" and not self.packs_weight):
             raise InvalidConvSpec(f"conv kernel weight_layout must be one of {', '.join(WEIGHT_LAYOUTS)}, and other "
                                   f"than contiguous only where the kernel packs its weight; got {self.weight_layout!r}")
+        if self.flipped_weight and (self.groups != 1 or self.weight_layout != "contiguous"):
+            raise InvalidConvSpec("a flipped weight is a dense conv's plain contiguous weight (groups=1)")
         for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.dims("padding"), self.dims("dilation"))):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
@@ -201,6 +208,16 @@ class ConvSpec:
         shape = self.weight_shape()
         return strides_for(shape, WEIGHT_LAYOUTS[self.weight_layout](len(shape)))
 
+    def plain_weight_shape(self) -> tuple[int, ...]:
+        """The shape of the plain weight a packing reads: :meth:`weight_shape`, its
+        channels swapped where the weight is ``flipped_weight``."""
+        return (self.in_channels, self.out_channels, *self.kernel) if self.flipped_weight else self.weight_shape()
+
+    def plain_weight_strides(self) -> tuple[int, ...]:
+        if self.flipped_weight:
+            return strides_for(self.plain_weight_shape(), identity(self.spatial_dims + 2))
+        return self.weight_strides()
+
     def input_shape(self) -> tuple[int, ...]:
         return (self.batch, self.in_channels, *self.input_size)
 
@@ -227,4 +244,6 @@ class ConvSpec:
             parts.append("ycontig")
         if self.packs_weight:
             parts.append("wplain" if self.weight_layout == "contiguous" else f"w{self.weight_layout}")
+        if self.flipped_weight:
+            parts.append("wflip")
         return "_".join(parts)

@@ -1,0 +1,132 @@
+"""The input gradient of a stride-1 dense conv on tessera's own kernel, as an op of the backward graph:
+
+    gx, gw, gb = convolution_backward(dy, x, w, [C_out], stride=1, padding=p, dilation=d, False, [0, 0], 1,
+                                      [True, True, True])
+    // traced as (``conv_backward.convolution_backward``)
+    gx = tessera.conv_input_grad(dy, w, padding=p, dilation=d, channels_last=False)
+    gw = tessera.conv_weight_grad(dy, x, ...)
+
+    %gx = tsr.aten_call "tessera.conv_input_grad.default"(%dy, %w) {args = [...]}
+          : (tensor<8x64x8x8xf32, #tsr.layout<nchw>>, tensor<64x32x3x3xf32, #tsr.layout<nchw>>)
+          -> tensor<8x32x8x8xf32, #tsr.layout<nchw>>
+
+At stride 1 the input gradient is a conv of ``dy`` padded by ``d*(k-1) - p`` with the
+weight flipped and transposed, ``W[i, o, t] = w[o, i, K-1-t]``. The kernel's weight
+packing reads ``w`` that way (``ConvSpec.flipped_weight``), so neither the flip nor
+the transpose is written out: per call the packing kernel (or the conv kernel itself,
+a block at a time, ``tiling.packs_in_kernel``) and the conv. ``dy`` and ``gx`` are
+read and written in their layouts (channels-last or contiguous). Against oneDNN's
+input gradient on this Xeon (1 thread, batch 8, BENCHMARKS.md session 35): 64->64 3x3
+at 8x8 0.20 against 0.28 ms, 32->3 at 16x16 0.03 against 0.08-0.19 ms; where the
+weight outweighs ``dx`` (``target_models.outweighs``: 256->256 at 4x4, 512->512 at 2x2)
+the library's stays. Which convs: :func:`takes`; the rest of the op: ATen's.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT, outweighs
+
+from .conv_grad_layouts import in_kernel_layout, in_layout, is_channels_last
+from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
+from .targets.x86.conv_choice import host_isa
+
+aten = torch.ops.aten
+
+
+def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transposed, groups, output_mask) -> bool:
+    """Whether the input gradient of this conv is traced as ``tessera.conv_input_grad``: a
+    dense (one group), not transposed, stride-1 2-D or 3-D float32 conv on a CPU with a
+    vector path, a window of more than one tap (a 1x1 conv's is one GEMM), padding at
+    most the window's reach, and a weight that does not outweigh ``dx`` (at symbolic
+    sizes: at most ``DYNAMIC_WEIGHT_LIMIT`` elements; a kernel is loaded per size)."""
+    if transposed or groups != 1 or not output_mask[0] or x.dim() not in (4, 5) or w.dim() != x.dim():
+        return False
+    if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32 or host_isa() is None:
+        return False
+    if not all(isinstance(s, int) for s in (*w.shape, x.shape[1])) or math.prod(w.shape[2:]) == 1:
+        return False
+    if any(len(v) != x.dim() - 2 for v in (stride, padding, dilation)):  # one size for every dim: ATen's to expand
+        return False
+    if any(s != 1 for s in stride) or any(p > d * (k - 1) for p, d, k in zip(padding, dilation, w.shape[2:])):
+        return False
+    if all(isinstance(s, int) for s in x.shape):
+        return not outweighs(w.numel(), x.numel())
+    return w.numel() <= DYNAMIC_WEIGHT_LIMIT
+
+
+def _conv_input_grad(dy: torch.Tensor, w: torch.Tensor, padding: list[int], dilation: list[int],
+                     channels_last: bool) -> torch.Tensor:
+    """``convolution_backward(dy, x, w, stride=1, ...)``'s input gradient (``x``'s sizes follow
+    from ``dy``'s: :func:`_input_size`): on the kernel, the result ``channels_last`` or contiguous."""
+    isa = host_isa()
+    if isa is None or dy.dtype != torch.float32 or w.dtype != torch.float32 or dy.device.type != "cpu":
+        return _aten_input_grad(dy, w, padding, dilation, channels_last)
+    dy, dy_layout = in_kernel_layout(dy)
+    try:
+        kernel, pack, spec = _kernel(tuple(dy.shape), tuple(w.shape), tuple(padding), tuple(dilation), dy_layout,
+                                     channels_last, isa, torch.get_num_threads())
+    except InvalidConvSpec:  # a conv the kernel does not take at these sizes: the library's
+        return _aten_input_grad(dy, w, padding, dilation, channels_last)
+    if tuple(w.shape) != spec.plain_weight_shape():
+        raise ConvOperandMismatch(f"conv input gradient: a weight of shape {tuple(w.shape)} for dy of shape "
+                                  f"{tuple(dy.shape)}")
+    w = w.detach().contiguous()
+    out = torch.empty_strided(spec.output_shape(), spec.output_strides())
+    kernel.launch_trusted([dy, w if pack is None else pack(w), out])
+    return out
+
+
+conv_input_grad = torch.library.custom_op("tessera::conv_input_grad", _conv_input_grad, mutates_args=())
+
+HOST_FUNCTIONS = {"tessera.conv_input_grad.default": _conv_input_grad}
+"""What a host program calls for the op: the function itself (``conv_weight_grad.HOST_FUNCTIONS``)."""
+
+
+@conv_input_grad.register_fake
+def _(dy, w, padding, dilation, channels_last):
+    return in_layout(dy.new_empty(_input_size(dy, w, padding, dilation)), channels_last)
+
+
+def _input_size(dy, w, padding, dilation) -> list:
+    """The shape of ``x``: at stride 1 each spatial size is ``dy``'s plus ``d*(k-1) - 2p``."""
+    reach = [d * (k - 1) - 2 * p for p, d, k in zip(padding, dilation, w.shape[2:])]
+    return [dy.shape[0], w.shape[1], *(s + r for s, r in zip(dy.shape[2:], reach))]
+
+
+def _aten_input_grad(dy, w, padding, dilation, channels_last) -> torch.Tensor:
+    x = dy.new_empty(_input_size(dy, w, padding, dilation))  # its sizes are all the input gradient reads of it
+    nsp = len(padding)
+    gx = aten.convolution_backward(dy, x, w, None, [1] * nsp, padding, dilation, False, [0] * nsp, 1,
+                                   [True, False, False])[0]
+    return in_layout(gx, channels_last)
+
+
+@functools.lru_cache(maxsize=256)
+def _kernel(dy_shape, w_shape, padding, dilation, dy_layout, channels_last, isa, threads):
+    """The loaded kernel of one input gradient, its weight packer (None where the kernel
+    packs the weight itself) and its spec (``threads``: kernels load per thread count)."""
+    import dataclasses
+
+    from .targets.x86.conv.api import load_conv, weight_packer
+    from .targets.x86.conv.spec import ConvSpec
+    from .targets.x86.conv.tiling import packs_in_kernel
+
+    kernel_size = w_shape[2:]
+    spec = ConvSpec(dy_shape[0], w_shape[0], w_shape[1], dy_shape[2:], kernel_size, 1,
+                    tuple(d * (k - 1) - p for p, d, k in zip(padding, dilation, kernel_size)), dilation, isa=isa,
+                    input_layout=dy_layout, output_layout="channels_last" if channels_last else "contiguous",
+                    flipped_weight=True)
+    if packs_in_kernel(spec):
+        spec = dataclasses.replace(spec, packs_weight=True)
+        return load_conv(spec), None, spec
+    return load_conv(spec), weight_packer(spec), spec
+
+
+def input_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, padding, dilation) -> torch.Tensor:
+    """The traced call, its result in ATen's layout (channels-last where the input or the weight is)."""
+    return torch.ops.tessera.conv_input_grad(grad, w, list(padding), list(dilation), is_channels_last(x) or is_channels_last(w))
