@@ -16,8 +16,8 @@ the relayout a kernel of its own: 2-D convs with 16-64 input channels per
 group, typically a network's first conv after an NCHW input.
 Elsewhere (a channel step jumps a whole plane of the input) the relayout
 stays. Likewise at the output: ``relayout(conv)`` to NCHW becomes a conv
-writing NCHW (its tile goes through a scratch tile, one channel row of pixels
-at a time) where the contiguous-output rules say that beats the relayout kernel
+writing NCHW (each tile transposed in registers into rows of pixels, one per
+channel) where the contiguous-output rules say that beats the relayout kernel
 after the conv (2-D convs):
 
     %y = tsr.conv %x, %w {...} : (...) -> tensor<1x32x56x56xf32, #tsr.layout<nhwc>>

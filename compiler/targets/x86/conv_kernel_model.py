@@ -329,9 +329,13 @@ X86_CONTIGUOUS_OUTPUT_RULES = (
 """tessera's kernel writing NCHW/NCDHW output (and reading the residual so: the
 relayout after a conv, or the add-and-relayout of a ResNet shortcut, folded in)
 against the program with the relayout (and the add) a kernel of its own after the
-conv. The kernel's tile goes through a scratch tile and each channel's row of
-pixels is stored contiguously; it keeps no partial sums between input-channel
-blocks then. ``bench/conv_layout_folds.py`` (session 6), one-conv models end to
+conv. Each tile is transposed in registers and each channel's row of pixels is
+stored contiguously; it keeps no partial sums between input-channel blocks then.
+The figures below predate that store (session 35; before, a scratch tile read back
+a float at a time, 1.6-2.7x the channels-last store on 32x32-64x64 planes): the
+1-thread losses are likely gone, but ``bench/conv_layout_folds.py`` now measures
+Winograd for most of these cases (their 3x3 convs take it, which folds no relayout), so
+the figures stand until the script measures the direct kernel again. ``bench/conv_layout_folds.py`` (session 6), one-conv models end to
 end, speedup 2 threads (two runs) | 1 thread::
 
     2-D 3x3 64->64 56x56 ........................ 1.15x 1.15x | 0.96x
