@@ -47,7 +47,11 @@ The grouping rule (ops are visited consumers first, i.e. in reverse program orde
    constants (copied into every group that uses them) and data-movement ops
    (convert, relayout, pad, expand, reshape, permute, slice, concat, nearest
    upsample), which are copied into each consuming group and, if something
-   outside the groups also reads them, materialized once more.
+   outside the groups also reads them, materialized once more. And an op read
+   by one pointwise group and returned by the function (nothing else outside
+   reads it), whose result has the type of that group's output, is computed in
+   the group as a further output (``_another_output``): a training forward's
+   saved pre-activation and the activation after it are one kernel.
 4. A group that is nothing but one reshape, permute or relayout whose result
    is its input's memory read another way (a view: ``permute`` of a weight
    feeding ``tsr.addmm``) is left on the host as that op, not made a copy kernel.
@@ -57,8 +61,8 @@ At dynamic sizes a reshape fuses when its dynamic dims are one input dim each
 recomputed inside its group, and every ``tsr.dim`` first reads the earliest
 tensor of its size (``dim_origin``), so that no size keeps a value on the host.
 
-Hence a pointwise group has one output and one iteration space (its
-output's shape), and a reduction group's outputs are reductions of one
+Hence a pointwise group has one iteration space (its first output's shape,
+which its further outputs share), and a reduction group's outputs are reductions of one
 shape over the same dims. Groups never form a cycle: when an op joins a
 group, every op already grouped comes after it in program order, so no path
 leads from the group back to the op's operands; a reduction joins its
@@ -152,6 +156,8 @@ class _Group:
     space: int | None = None
     """Elements of the group's iteration space (a pointwise group's output, a reduction's
     input), a dynamic dim counted as :data:`DYNAMIC_EXTENT`; None: not a tensor."""
+    out: SSAValue | None = None
+    """A pointwise group's first output (the value whose index space the kernel walks)."""
 
 
 def _numel(v: SSAValue) -> int | None:
@@ -297,7 +303,8 @@ def partition(block: Block) -> _Partition:
     siblings: dict[tuple, _Group] = {}  # the latest reduction group of each key
 
     def new_group(kind: str, op: Operation) -> _Group:
-        g = _Group(kind, space=_space(op.input if kind == "reduction" else op.results[0]))
+        g = _Group(kind, space=_space(op.input if kind == "reduction" else op.results[0]),
+                   out=None if kind == "reduction" else op.results[0])
         groups.append(g)
         home[op] = g
         return g
@@ -329,6 +336,9 @@ def partition(block: Block) -> _Partition:
             join(op, [g])
         elif not external and len(ug) == 1 and not _broadcast_recompute(op, ug[0]):
             join(op, ug)
+        elif kind == "compute" and len(ug) == 1 and _another_output(op, ug[0], users, member):
+            home[op] = ug[0]
+            join(op, ug)
         elif kind == "movement" and ug:
             gs = ug + ([new_group("pointwise", op)] if external else [])
             join(op, gs)
@@ -346,6 +356,25 @@ def partition(block: Block) -> _Partition:
             for op in g.ops:
                 member[op] = [x for x in member[op] if x is not g]
     return _Partition(groups, member, home, host_views)
+
+
+def _another_output(op: Operation, g: _Group, users: list[Operation], member: dict[Operation, list[_Group]]) -> bool:
+    """Rule 3's exception: whether ``op``, read by pointwise group ``g`` and returned by the
+    function (and by nothing else outside the groups), is computed in ``g`` as a further
+    output of it: its result has the type of ``g``'s output (one iteration space; each
+    dynamic dim of one origin), so the kernel writes it beside that output at each index.
+    A training forward returns the values its backward reads: BatchNorm's normalized
+    pre-activation and the ReLU after it are then one pass over the conv's output, not
+    two (the second re-reading what the first wrote)."""
+    if g.kind != "pointwise" or g.out is None or _broadcast_recompute(op, g):
+        return False
+    if any(not member.get(u) and not isinstance(u, func.ReturnOp) for u in users):
+        return False
+    v, out = op.results[0], g.out
+    if len(op.results) != 1 or v.type != out.type:
+        return False
+    dynamic = [d for d, n in enumerate(shape_of(v.type)) if n == DYNAMIC]
+    return all(dim_origin(v, d) == dim_origin(out, d) for d in dynamic)
 
 
 def _one_chain(ops: list[Operation], g: _Group, home: dict[Operation, _Group]) -> bool:

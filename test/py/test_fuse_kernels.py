@@ -227,6 +227,31 @@ func.func @forward(%x: {t}, %w: {T((8, 8))}) -> ({t}, {T((4, 1))}) {{
     assert body_names(mul).count("tsr.permute") == 2, "the permutes fold into their consumer"
 
 
+def test_a_returned_value_of_a_groups_type_is_a_further_output_of_it():
+    """A training forward: the pre-activation the backward reads is returned and read by the
+    ReLU; one kernel writes both. A returned value of another type, or one a host op also
+    reads, stays a group of its own."""
+    t, c = T((2, 4, 3, 3)), T((1, 4, 1, 1))
+    after = check_fusion(f"""
+func.func @forward(%x: {t}, %m: {c}, %r: {c}) -> ({t}, {t}) {{
+  %s = tsr.sub %x, %m : ({t}, {c}) -> {t}
+  %n = tsr.mul %s, %r : ({t}, {c}) -> {t}
+  %zero = tsr.constant 0.000000e+00 : f32
+  %y = tsr.maximum %n, %zero : ({t}, f32) -> {t}
+  func.return %n, %y : {t}, {t}
+}}""")
+    [kernel] = fused_ops(after)
+    assert len(kernel.outs) == 2 and body_names(kernel) == ["tsr.sub", "tsr.mul", "tsr.maximum"]
+    held = check_fusion(f"""
+func.func @forward(%x: {t}, %m: {c}, %w: {T((4, 4, 1, 1))}) -> ({t}, {t}) {{
+  %s = tsr.sub %x, %m : ({t}, {c}) -> {t}
+  %y = tsr.exp %s : ({t}) -> {t}
+  %z = tsr.conv %s, %w {{stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64}} : ({t}, {T((4, 4, 1, 1))}) -> {t}
+  func.return %y, %z : {t}, {t}
+}}""")
+    assert [len(f.outs) for f in fused_ops(held)] == [1, 1], "read by a host op: materialized by a kernel of its own"
+
+
 def gate(x: str, s: str) -> str:
     """A squeeze-excite gate: ``%x * sigmoid(%s)``, ``%s`` broadcast over ``%x``."""
     return f"""
