@@ -85,3 +85,20 @@ func.func @library_only(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2x
   %m = tsr.matmul %a, %b : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
   func.return %m : tensor<4x2xf32>
 }
+
+// A training forward returns the pre-activation its backward reads, and the ReLU reads it:
+// one kernel writes both (the returned value is a further output of the ReLU's group).
+// CHECK-LABEL: func.func @saved_preactivation(
+// CHECK-NEXT: %[[N:[^ ,]+]], %[[Y:[^ ,]+]] = tsr.fused ({{.*}}) : {{.*}} -> (tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>) {
+// CHECK: %[[N1:[^ ]+]] = tsr.mul
+// CHECK: %[[Y1:[^ ]+]] = tsr.maximum %[[N1]]
+// CHECK-NEXT: tsr.yield %[[N1]], %[[Y1]] : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: func.return %[[N]], %[[Y]]
+func.func @saved_preactivation(%x: tensor<2x4x3x3xf32>, %m: tensor<1x4x1x1xf32>, %r: tensor<1x4x1x1xf32>) -> (tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>) {
+  %s = tsr.sub %x, %m : (tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32>
+  %n = tsr.mul %s, %r : (tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32>
+  %zero = tsr.constant 0.000000e+00 : f32
+  %y = tsr.maximum %n, %zero : (tensor<2x4x3x3xf32>, f32) -> tensor<2x4x3x3xf32>
+  func.return %n, %y : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>
+}
