@@ -24,6 +24,7 @@ the library's stays. Which convs: :func:`takes`; the rest of the op: ATen's.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -72,9 +73,9 @@ def _conv_input_grad(dy: torch.Tensor, w: torch.Tensor, padding: list[int], dila
                                      channels_last, isa, torch.get_num_threads())
     except InvalidConvSpec:  # a conv the kernel does not take at these sizes: the library's
         return _aten_input_grad(dy, w, padding, dilation, channels_last)
-    if tuple(w.shape) != spec.plain_weight_shape():
-        raise ConvOperandMismatch(f"conv input gradient: a weight of shape {tuple(w.shape)} for dy of shape "
-                                  f"{tuple(dy.shape)}")
+    if dy.shape[1] != w.shape[0]:  # the launch is trusted: its operands are checked here
+        raise ConvOperandMismatch(f"conv input gradient: dy of {dy.shape[1]} channels for a weight of shape "
+                                  f"{tuple(w.shape)}")
     w = w.detach().contiguous()
     out = torch.empty_strided(spec.output_shape(), spec.output_strides())
     kernel.launch_trusted([dy, w if pack is None else pack(w), out])
@@ -110,8 +111,6 @@ def _aten_input_grad(dy, w, padding, dilation, channels_last) -> torch.Tensor:
 def _kernel(dy_shape, w_shape, padding, dilation, dy_layout, channels_last, isa, threads):
     """The loaded kernel of one input gradient, its weight packer (None where the kernel
     packs the weight itself) and its spec (``threads``: kernels load per thread count)."""
-    import dataclasses
-
     from .targets.x86.conv.api import load_conv, weight_packer
     from .targets.x86.conv.spec import ConvSpec
     from .targets.x86.conv.tiling import packs_in_kernel
@@ -129,4 +128,5 @@ def _kernel(dy_shape, w_shape, padding, dilation, dy_layout, channels_last, isa,
 
 def input_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, padding, dilation) -> torch.Tensor:
     """The traced call, its result in ATen's layout (channels-last where the input or the weight is)."""
-    return torch.ops.tessera.conv_input_grad(grad, w, list(padding), list(dilation), is_channels_last(x) or is_channels_last(w))
+    channels_last = is_channels_last(x) or is_channels_last(w)
+    return torch.ops.tessera.conv_input_grad(grad, w, list(padding), list(dilation), channels_last)

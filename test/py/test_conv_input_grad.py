@@ -15,7 +15,7 @@ from program_capture import programs_run
 
 from tessera.compiler.conv_input_grad import takes
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
-from tessera.compiler.targets.x86.conv.errors import InvalidConvSpec
+from tessera.compiler.targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
 from tessera.compiler.targets.x86.conv.isa import CONV_ISAS, can_run_conv
 from tessera.compiler.targets.x86.conv.packing import pack_weight
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
@@ -109,6 +109,13 @@ def test_op_matches_aten_in_its_layout(channels_last, dy_format):
     want = _aten_input_grad(dy, w, fwd.input_shape(), [1, 1], [1, 1])
     assert got.is_contiguous(memory_format=torch.channels_last) == channels_last
     torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+
+
+@needs_avx2
+def test_op_refuses_dy_of_other_channels():
+    fwd, w, dy = _case(CASES[0], torch.float32)
+    with pytest.raises(ConvOperandMismatch, match="channels"):
+        torch.ops.tessera.conv_input_grad(dy[:, :20], w, [1, 1], [1, 1], False)
 
 
 def test_op_in_float64_is_atens():
