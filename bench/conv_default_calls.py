@@ -33,7 +33,8 @@ SHAPES = [  # (C_in, C_out, kernel, spatial, stride)
 ]
 
 
-def _median_ms(f, reps: int) -> float:
+def median_ms(f, reps: int) -> float:
+    """The median of ``reps`` calls of ``f`` after two, in ms."""
     f()
     f()
     times = []
@@ -97,7 +98,7 @@ def main() -> None:
             x, w, b = torch.randn(a.batch, ci, *frames, hw, hw), torch.randn(co, ci, *[k] * rank), torch.randn(co)
             p, s, d = [k // 2] * rank, [st] * rank, [1] * rank
             out = torch.ops.aten.convolution(x, w, b, s, p, d, False, [0] * rank, 1)
-            ms = [_median_ms(call, a.reps) for call in _calls(x, w, b, p, s, d)]
+            ms = [median_ms(call, a.reps) for call in _calls(x, w, b, p, s, d)]
             ratio = w.numel() / math.prod(out.shape)
             window = "x".join([str(k)] * rank)
             at = "x".join(map(str, (*frames, hw, hw)))

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
+import sys
+from pathlib import Path
 
 import torch
 
-from tessera.compiler.conv_input_grad import HOST_FUNCTIONS
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conv_default_calls import median_ms  # noqa: E402
+
+from tessera.compiler.conv_input_grad import HOST_FUNCTIONS  # noqa: E402
 
 aten = torch.ops.aten
 
@@ -24,17 +28,6 @@ SHAPES = [  # C_in, C_out, kernel, spatial of the forward conv
     (64, 64, 3, 16), (128, 128, 3, 8), (256, 256, 3, 4), (512, 512, 3, 2), (64, 64, 3, 8), (32, 32, 3, 16),
     (64, 32, 3, 16), (32, 3, 3, 16), (4, 64, 3, 8), (128, 128, 3, 16), (64, 64, 3, 32), (256, 256, 3, 8),
 ]
-
-
-def _median_ms(f, reps: int) -> float:
-    f()
-    f()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[reps // 2] * 1e3
 
 
 def main() -> None:
@@ -60,11 +53,11 @@ def main() -> None:
                 dy = torch.randn(a.batch, co, ho, ho).contiguous(memory_format=fmt)
                 xf = x.contiguous(memory_format=fmt)
                 if library:
-                    ms.append(_median_ms(lambda: aten.convolution_backward(
+                    ms.append(median_ms(lambda: aten.convolution_backward(
                         dy, xf, w, None, [1, 1], [p, p], [1, 1], False, [0, 0], 1, [True, False, False]), a.reps))
                 else:
                     cl = fmt == torch.channels_last
-                    ms.append(_median_ms(lambda: own(dy, w, [p, p], [1, 1], cl), a.reps))
+                    ms.append(median_ms(lambda: own(dy, w, [p, p], [1, 1], cl), a.reps))
         ratio = w.numel() / math.prod(x.shape)
         print(f"| {ci}->{co} {k}x{k} at {hw}x{hw} | {ratio:.2f} | " + " | ".join(f"{m:.3f}" for m in ms) + " |",
               flush=True)

@@ -66,9 +66,9 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
 def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
                          output_mask, otherwise=None):
     """``aten.convolution_backward`` with its input gradient as a conv where :func:`takes`, else
-    as ``tessera.conv_input_grad`` where ``conv_input_grad.takes``, and its weight gradient as ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes``
-    (the bias's then a sum of ``grad``); elsewhere the decomposition ``otherwise``
-    (Inductor's), or the op whole."""
+    as ``tessera.conv_input_grad`` where ``conv_input_grad.takes``, and its weight gradient as
+    ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes`` (the bias's then a sum of
+    ``grad``); elsewhere the decomposition ``otherwise`` (Inductor's), or the op whole."""
     as_conv = takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
     own_input = not as_conv and input_grad_takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
     own_weight = weight_grad_takes(x, w, transposed, groups, output_mask)
@@ -85,7 +85,8 @@ def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, tran
         gw = weight_grad(grad, x, w, stride, padding, dilation)
         if output_mask[2]:
             gb = aten.sum.dim_IntList(grad, [0, *range(2, grad.dim())])
-    rest = [output_mask[0] and not as_conv and not own_input, output_mask[1] and not own_weight, output_mask[2] and not own_weight]
+    own = (as_conv or own_input, own_weight, own_weight)
+    rest = [asked and not done for asked, done in zip(output_mask, own)]
     if any(rest):
         left = aten.convolution_backward.default(grad, x, w, bias_sizes, stride, padding, dilation, transposed,
                                                  output_padding, groups, rest)

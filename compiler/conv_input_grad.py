@@ -17,7 +17,7 @@ the transpose is written out: per call the packing kernel (or the conv kernel it
 a block at a time, ``tiling.packs_in_kernel``) and the conv. ``dy`` and ``gx`` are
 read and written in their layouts (channels-last or contiguous). Against oneDNN's
 input gradient on this Xeon (1 thread, batch 8, BENCHMARKS.md session 35): 64->64 3x3
-at 8x8 0.20 against 0.28 ms, 32->3 at 16x16 0.03 against 0.08-0.19 ms; where the
+at 8x8 0.21 against 0.28 ms, 32->3 at 16x16 0.04 against 0.08-0.18 ms; where the
 weight outweighs ``dx`` (``target_models.outweighs``: 256->256 at 4x4, 512->512 at 2x2)
 the library's stays. Which convs: :func:`takes`; the rest of the op: ATen's.
 """
@@ -32,11 +32,9 @@ import torch
 
 from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT, outweighs
 
-from .conv_grad_layouts import in_kernel_layout, in_layout, is_channels_last
+from .conv_grads import aten_gradient, in_kernel_layout, in_layout, is_channels_last
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
 from .targets.x86.conv_choice import host_isa
-
-aten = torch.ops.aten
 
 
 def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transposed, groups, output_mask) -> bool:
@@ -100,11 +98,8 @@ def _input_size(dy, w, padding, dilation) -> list:
 
 
 def _aten_input_grad(dy, w, padding, dilation, channels_last) -> torch.Tensor:
-    x = dy.new_empty(_input_size(dy, w, padding, dilation))  # its sizes are all the input gradient reads of it
-    nsp = len(padding)
-    gx = aten.convolution_backward(dy, x, w, None, [1] * nsp, padding, dilation, False, [0] * nsp, 1,
-                                   [True, False, False])[0]
-    return in_layout(gx, channels_last)
+    x = dy.new_empty(_input_size(dy, w, padding, dilation))
+    return aten_gradient(dy, x, w, [1] * len(padding), padding, dilation, 0, channels_last)
 
 
 @functools.lru_cache(maxsize=256)

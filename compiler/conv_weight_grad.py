@@ -25,11 +25,9 @@ import math
 
 import torch
 
-from .conv_grad_layouts import in_kernel_layout, in_layout, is_channels_last
+from .conv_grads import aten_gradient, in_kernel_layout, in_layout, is_channels_last
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
 from .targets.x86.conv_choice import host_isa
-
-aten = torch.ops.aten
 
 
 def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, output_mask) -> bool:
@@ -84,11 +82,7 @@ def _(dy, x, weight_size, stride, padding, dilation, channels_last):
 
 
 def _aten_weight_grad(dy, x, weight_size, stride, padding, dilation, channels_last) -> torch.Tensor:
-    w = x.new_empty(weight_size)  # its sizes are all the weight gradient reads of it
-    nsp = len(weight_size) - 2
-    gw = aten.convolution_backward(dy, x, w, None, stride, padding, dilation, False, [0] * nsp, 1,
-                                   [False, True, False])[1]
-    return in_layout(gw, channels_last)
+    return aten_gradient(dy, x, x.new_empty(weight_size), stride, padding, dilation, 1, channels_last)
 
 
 @functools.lru_cache(maxsize=256)

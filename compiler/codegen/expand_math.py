@@ -175,19 +175,19 @@ def tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     z = b.fmul(x, x)
     small = fmuladd(b, b.fmul(horner(b, z, TANH_Q), z), x, x)
     e = exp(b, b.fadd(a, a))
-    large = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
+    large = b.fsub(like(x, 1.0), b.fdiv(like(x, 2.0), b.fadd(e, like(x, 1.0))))
     large = intrinsic(b, "llvm.copysign", [large, x])
-    return b.select(b.fcmp_ordered("<", a, f(0.625)), small, large)
+    return b.select(b.fcmp_ordered("<", a, like(x, 0.625)), small, large)
 
 
 def erf(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     a = intrinsic(b, "llvm.fabs", [x])
     small = fmuladd(b, x, horner(b, b.fmul(x, x), ERF_SMALL), x)
     ac = _clamp(b, a, 1.0, ERF_CLAMP)  # NaN stays NaN
-    tail = horner(b, b.fsub(ac, f(2.0)), ERFC_LARGE)
-    large = fmuladd(b, b.fsub(ac, f(ERF_CLAMP)), tail, f(1.0))  # 1 - (c - a) R(a - 2)
+    tail = horner(b, b.fsub(ac, like(x, 2.0)), ERFC_LARGE)
+    large = fmuladd(b, b.fsub(ac, like(x, ERF_CLAMP)), tail, like(x, 1.0))  # 1 - (c - a) R(a - 2)
     large = intrinsic(b, "llvm.copysign", [large, x])
-    return b.select(b.fcmp_ordered("<", a, f(1.0)), small, large)
+    return b.select(b.fcmp_ordered("<", a, like(x, 1.0)), small, large)
 
 
 def powf(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

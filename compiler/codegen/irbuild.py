@@ -4,6 +4,7 @@ and conv families): types, constants, loops, pointers, vector loads/stores.
     acc = counted_loop(b, 16, [zero], lambda b, k, c: [b.add(c[0], k)], "sum")
     acc = fma(b, splat(b, x, 16), w, acc)             # llvm.fma.v16f32
     v = load_vec(b, ptr, 16, valid=5)                 # lanes 0-4 read, the rest 0.0
+    cols = transpose(b, rows)                         # 16 vectors of 16 lanes, transposed by shuffles
 """
 
 from __future__ import annotations
@@ -204,3 +205,21 @@ def guarded(b: ir.IRBuilder, cond: ir.Value, carried: Sequence[ir.Value],
     b.branch(merge_bb)
     b.position_at_end(merge_bb)
     return merge(b, (list(carried), pre), (new, then_end))
+
+
+def transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
+    """The ``L x L`` matrix of ``L`` vectors of ``L`` lanes transposed: ``out[t][j] == rows[j][t]``.
+    At each block size ``s`` (1, 2, 4, ...) every ``2s x 2s`` block swaps its off-diagonal
+    ``s x s`` blocks: ``L * log2(L)`` shuffles (``vunpcklps``/``vshufps``/``vperm2f128`` on AVX2)."""
+    n, s = len(rows), 1
+    while s < n:
+        new = list(rows)
+        for r in range(n):
+            if r & s:
+                continue
+            p = r | s
+            keep = ir.Constant(vec(ir.IntType(32), n), [k if not k & s else n + (k ^ s) for k in range(n)])
+            swap = ir.Constant(vec(ir.IntType(32), n), [k | s if not k & s else n + k for k in range(n)])
+            new[r], new[p] = b.shuffle_vector(rows[r], rows[p], keep), b.shuffle_vector(rows[r], rows[p], swap)
+        rows, s = new, 2 * s
+    return rows

@@ -92,7 +92,7 @@ def test_spec_flips_only_a_dense_plain_weight():
     assert dataclasses.replace(base, in_channels=4).plain_weight_shape() == (4, 8, 3, 3)  # [C_in, C_out, k...]
     with pytest.raises(InvalidConvSpec, match="flipped"):
         dataclasses.replace(base, groups=2)
-    with pytest.raises(InvalidConvSpec):
+    with pytest.raises(InvalidConvSpec, match="flipped"):
         dataclasses.replace(base, packs_weight=True, weight_layout="dhwio")
 
 

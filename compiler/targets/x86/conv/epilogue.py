@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from tessera.compiler.codegen import expand_math
-from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_vec, store_vec
-from tessera.compiler.targets.x86.conv.pack_ir import transpose
+from tessera.compiler.codegen.irbuild import F32, counted_loop, gep, i64, load_vec, store_vec, transpose
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 
 
@@ -41,8 +40,7 @@ def clamp(b: ir.IRBuilder, x: ir.Value, lo: ir.Value, hi: ir.Value | None) -> ir
 
 
 def activate(b: ir.IRBuilder, x: ir.Value, activation: str) -> ir.Value:
-    """``activation(x)`` of one f32 (see the module docstring), or of each lane of a
-    vector for ReLU, ReLU6 and SiLU (GELU's ``erf`` and ``tanh`` take scalars)."""
+    """``activation(x)`` of one f32 (see the module docstring), or of each lane of a vector."""
 
     def c(v: float) -> ir.Constant:
         return expand_math.like(x, v)
@@ -98,7 +96,7 @@ def store_tile(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value
 def _store_transposed(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[ir.Value]], out: ir.Value,
                       bias: ir.Value, res: ir.Value, nvalid: int) -> None:
     """``store_tile`` into a contiguous (NCHW/NCDHW) output: each channel vector of up to
-    ``lanes`` pixels (bias added) transposed in registers (``pack_ir.transpose``) into one
+    ``lanes`` pixels (bias added) transposed in registers (``irbuild.transpose``) into one
     vector of pixels per channel, the residual (same layout) added, the activation applied,
     and stored (masked past the tile's pixels) into the channel's row (``out``/``res``
     point at pixel 0 of the tile's first channel). A scratch tile read back a float at a
@@ -116,17 +114,8 @@ def _store_transposed(b: ir.IRBuilder, spec: ConvSpec, accs: Sequence[Sequence[i
                 at = (v * lanes + t) * plane + 4 * p0
                 if spec.residual:
                     value = b.fadd(value, load_vec(b, gep(b, res, at), lanes, pixels))
-                store_vec(b, _activate_lanes(b, value, spec.activation), gep(b, out, at), pixels)
+                store_vec(b, activate(b, value, spec.activation), gep(b, out, at), pixels)
 
-
-def _activate_lanes(b: ir.IRBuilder, value: ir.Value, activation: str) -> ir.Value:
-    """``activate`` on each lane of a vector (GELU's ``erf`` and ``tanh`` lane by lane)."""
-    if activation not in ("gelu", "gelu_tanh"):
-        return activate(b, value, activation)
-    for lane in range(value.type.count):
-        at = ir.Constant(ir.IntType(32), lane)
-        value = b.insert_element(value, activate(b, b.extract_element(value, at), activation), at)
-    return value
 
 
 def load_tile(b: ir.IRBuilder, spec: ConvSpec, out: ir.Value, pixels: int, nvec: int, lanes: int,

@@ -14,7 +14,19 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from tessera.compiler.codegen.irbuild import F32, I64, PTR, counted_loop, gep, i64, intrinsic, splat, umin, vec
+from tessera.compiler.codegen.irbuild import (
+    F32,
+    I64,
+    PTR,
+    counted_loop,
+    gep,
+    i64,
+    intrinsic,
+    splat,
+    transpose,
+    umin,
+    vec,
+)
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.tiling import Tiling
 
@@ -134,24 +146,6 @@ def _copy_rows(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst:
         return []
 
     counted_loop(b, spec.kernel_volume * spec.cin_g, [], point, "wpack.copy")
-
-
-def transpose(b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
-    """The ``L x L`` matrix of ``L`` vectors of ``L`` lanes transposed: ``out[t][j] == rows[j][t]``.
-    At each block size ``s`` (1, 2, 4, ...) every ``2s x 2s`` block swaps its off-diagonal
-    ``s x s`` blocks: ``L * log2(L)`` shuffles (``vunpcklps``/``vshufps``/``vperm2f128`` on AVX2)."""
-    n, s = len(rows), 1
-    while s < n:
-        new = list(rows)
-        for r in range(n):
-            if r & s:
-                continue
-            p = r | s
-            keep = ir.Constant(vec(ir.IntType(32), n), [k if not k & s else n + (k ^ s) for k in range(n)])
-            swap = ir.Constant(vec(ir.IntType(32), n), [k | s if not k & s else n + k for k in range(n)])
-            new[r], new[p] = b.shuffle_vector(rows[r], rows[p], keep), b.shuffle_vector(rows[r], rows[p], swap)
-        rows, s = new, 2 * s
-    return rows
 
 
 def _transpose_rows(b: ir.IRBuilder, spec: ConvSpec, til: Tiling, src: ir.Value, dst: ir.Value, row: ir.Value) -> None:
