@@ -75,7 +75,7 @@ COLD_BYTES = 512 << 20
 
 def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None, top: int | None = None,
             batch: int | None = None, dtype: torch.dtype = torch.float32, training: bool = False,
-            freezing: bool = True, cold: bool = False) -> None:
+            freezing: bool = True, cold: bool = False, disable: tuple[str, ...] = ()) -> None:
     model, args = _model(name, size, batch, dtype)
     totals: dict[tuple[int, int], float] = collections.defaultdict(float)
     names: dict[tuple[int, int], str] = {}
@@ -101,14 +101,15 @@ def profile(name: str, reps: int, dynamic: bool = False, size: int | None = None
     Program.run = run
     if training:
         model.train()
-        compiled = torch.compile(model, backend="tessera", dynamic=dynamic)
+        compiled = torch.compile(model, backend="tessera", options={"disable": disable}, dynamic=dynamic)
 
         def call() -> None:
             model.zero_grad(set_to_none=True)
             out = compiled(*args)
             (out if isinstance(out, torch.Tensor) else out[0]).float().square().mean().backward()
     else:
-        compiled = torch.compile(model, backend="tessera", options={"freezing": freezing}, dynamic=dynamic)
+        compiled = torch.compile(model, backend="tessera", options={"freezing": freezing, "disable": disable},
+                                 dynamic=dynamic)
 
         def call() -> None:
             with torch.no_grad():
@@ -165,10 +166,11 @@ def main() -> None:
     ap.add_argument("--training", action="store_true", help="profile a training step (forward and backward)")
     ap.add_argument("--no-freezing", action="store_true", help="inference without freezing (weights packed per call)")
     ap.add_argument("--cold", action="store_true", help="sweep the caches before each call (as interleaved runs do)")
+    ap.add_argument("--disable", default="", help="graph passes to leave out, comma-separated (to measure one)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     profile(a.model, a.reps, a.dynamic, a.size, a.top, a.batch, getattr(torch, a.dtype), a.training,
-            not a.no_freezing, a.cold)
+            not a.no_freezing, a.cold, tuple(p for p in a.disable.split(",") if p))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from tessera.runtime import layouts
 from tessera.runtime.cache import CompileCache
 from tessera.runtime.layouts import Placement
 
-from . import graph_cache, targets
+from . import graph_cache, saved_layouts, targets
 from .capture import aot_backend
 from .codegen.errors import UnknownTarget
 from .host_steps import HostProgram
@@ -151,15 +151,18 @@ class GraphProgram:
         self._kind = kind
         self._run: Callable[..., list[torch.Tensor]] | None
         self._inputs: Sequence[Placement | None]
+        self.output_placements: Sequence[Placement | None]
+        """Where the program returns each result that is not None (``saved_layouts``)."""
         if run is not None:
-            self._run, self._inputs = run, run.inputs
+            self._run, self._inputs, self.output_placements = run, run.inputs, run.outputs
         elif module is None:
             raise ValueError("a graph without a compiled program needs its module (the interpreter runs it)")
         else:
-            from .host_program import input_placements
+            from .host_program import input_placements, output_placements
             from .interpreter import Interpreter
 
             self._run, self._inputs = Interpreter(module).run, input_placements(module)
+            self.output_placements = output_placements(module)
         placed = [(i, p) for i, p in enumerate(self._inputs) if p is not None]
         self._static = tuple((i, p.strides, p.shape, p.dtype) for i, p in placed if isinstance(p, Placement))
         self._sized = tuple((i, p) for i, p in placed if not isinstance(p, Placement))
@@ -295,15 +298,22 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
             return make_boxed_func(program)
         return make_boxed_func(SizeSpecializedGraph(
             gm, lambda g: _compile_program(g, options, kind, device, size_class=True), strict=options.strict))
-    return make_boxed_func(_compile_program(gm, options, kind, device))
+    if kind == "backward":
+        saved_layouts.retrace_for_inputs(gm, example_inputs)
+    free = saved_layouts.saved_outputs(gm, example_inputs) if kind == "forward" else frozenset()
+    program = _compile_program(gm, options, kind, device, free=free)
+    if free and isinstance(program, GraphProgram):
+        saved_layouts.report_strides(program.output_placements, program.output_is_none, free)
+    return make_boxed_func(program)
 
 
 def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: str, device: torch.device,
-                     size_class: bool = False) -> Callable:
+                     size_class: bool = False, free: frozenset[int] = frozenset()) -> Callable:
     """The program of a graph (``size_class``: one size class of a graph of symbolic
-    sizes). It is built outside AOTAutograd's fake mode: what tessera builds at
-    compile time (constants, packed weights) is made of real tensors."""
-    program, report = _build(gm, options, kind, device)
+    sizes; ``free``: the outputs it may return in any layout). It is built outside
+    AOTAutograd's fake mode: what tessera builds at compile time (constants, packed
+    weights) is made of real tensors."""
+    program, report = _build(gm, options, kind, device, free)
     report.size_class = size_class
     publish(report, echo=options.report)
     if not report.compiled and options.strict and options.codegen:
@@ -325,21 +335,21 @@ def _compile_dynamic(gm: torch.fx.GraphModule, options: BackendOptions, kind: st
 
 
 def _build(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
-           device: torch.device) -> tuple[Callable, GraphReport]:
+           device: torch.device, free: frozenset[int] = frozenset()) -> tuple[Callable, GraphReport]:
     report = GraphReport(kind)
     if options.target is None:  # the target of the graph's device: CPU, CUDA (ptx), MPS (metal)
         options = dataclasses.replace(options, target=options.target_for(device.type).name)
     with unset_fake_temporarily():
-        program = _compile(gm, options, report, device)
+        program = _compile(gm, options, report, device, free)
     return program, report
 
 
 def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphReport,
-             device: torch.device) -> Callable:
+             device: torch.device, free: frozenset[int] = frozenset()) -> Callable:
     compile_options = options.compile_options(device)
     runs = options.codegen and _runs_on(targets.get(compile_options.target), device.type)
     cache = CompileCache.default() if runs and not options.print_ir else None
-    key = graph_cache.graph_key(gm, compile_options) if cache is not None else None
+    key = graph_cache.graph_key(gm, compile_options, free) if cache is not None else None
     if cache is not None and key is not None:
         cached = _cached_program(cache, key, gm, options, compile_options, report, device)
         if cached is not None:
@@ -350,7 +360,7 @@ def _compile(gm: torch.fx.GraphModule, options: BackendOptions, report: GraphRep
     from .pass_pipeline import build_pipeline
 
     try:
-        result = import_graph(gm)
+        result = import_graph(gm, free_outputs=free)
         verify_module(result.module)
         build_pipeline(options.pipeline(compile_options.features)).apply(make_context(), result.module)
         verify_module(result.module)

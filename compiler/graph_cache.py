@@ -66,9 +66,10 @@ class Unhashable(Exception):
     """The graph reads an object the key cannot cover."""
 
 
-def graph_key(gm: torch.fx.GraphModule, options: CompileOptions) -> str | None:
-    """The cache key of ``gm`` compiled with ``options``, or None where the graph
-    reads something the key cannot cover (then it is not cached)."""
+def graph_key(gm: torch.fx.GraphModule, options: CompileOptions, free: frozenset[int] = frozenset()) -> str | None:
+    """The cache key of ``gm`` compiled with ``options`` (``free``: the outputs it
+    may return in any layout), or None where the graph reads something the key
+    cannot cover (then it is not cached)."""
     h = hashlib.sha256()
 
     def part(text: str | bytes) -> None:
@@ -77,7 +78,7 @@ def graph_key(gm: torch.fx.GraphModule, options: CompileOptions) -> str | None:
         h.update(data)
 
     for text in (tessera_version(), tessera_fingerprint(), repr(options),
-                 targets.get(options.target).cache_key(options.features)):
+                 targets.get(options.target).cache_key(options.features), repr(sorted(free))):
         part(text)
     try:
         _hash_graph(gm, part)

@@ -271,6 +271,7 @@ def build_host_program(host: ModuleOp, kernels: Module | None, function: str = "
         main.insert(b.prepare_at or 0, _prepare_step(b, main, outputs, device))
     b.result.program = Program(tuple(main), inputs, outputs, device)
     b.result.inputs = input_placements(host, function)
+    b.result.outputs = output_placements(host, function)
     return b.result
 
 
@@ -278,6 +279,12 @@ def input_placements(module: ModuleOp, function: str = "forward") -> tuple[Place
     """Where ``@function`` takes each argument (None: not a tensor)."""
     args = find_function(module, function).body.block.args
     return tuple(placement_or_order(a.type) if isinstance(a.type, TensorType) else None for a in args)
+
+
+def output_placements(module: ModuleOp, function: str = "forward") -> tuple[Placement | None, ...]:
+    """Where ``@function`` returns each result (None: not a tensor)."""
+    results = find_function(module, function).function_type.outputs.data
+    return tuple(placement_or_order(t) if isinstance(t, TensorType) else None for t in results)
 
 
 def _prepare_step(b: _Builder, main: list[Step], outputs: tuple[int, ...], device: torch.device) -> Call:

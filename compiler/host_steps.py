@@ -37,12 +37,13 @@ from .weight_cache import PerVersion
 @dataclass
 class HostProgram:
     """A graph's program (``host_program.build_host_program``), what it reports, and
-    the placements of its inputs (None: not a tensor)."""
+    the placements of its inputs and outputs (None: not a tensor)."""
 
     program: Program
     inputs: tuple[Placement | None, ...]
     report: GraphReport = field(default_factory=lambda: GraphReport("forward"))
     layout_fixups: list[str] = field(default_factory=list)
+    outputs: tuple[Placement | None, ...] = ()
 
     def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
         return self.program.run(*tensors)

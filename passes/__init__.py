@@ -24,6 +24,7 @@ def _passes() -> dict[str, type[ModulePass]]:
     from .fold_affine_into_conv import FoldAffineIntoConv
     from .fold_relayouts_into_convs import FoldRelayoutsIntoConvs
     from .fold_upsample_into_conv import FoldUpsampleIntoConv
+    from .free_result_layouts import FreeResultLayouts
     from .fuse_conv_epilogues import FuseConvEpilogues
     from .fuse_conv_residuals import FuseConvResiduals
     from .fuse_int_mm_epilogues import FuseIntMmEpilogues
@@ -36,7 +37,8 @@ def _passes() -> dict[str, type[ModulePass]]:
     return {
         p.name: p for p in (AddmmAsConv, Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts,
                             HoistRelayouts, CancelRelayouts, FuseRelayouts, FoldRelayoutsIntoConvs, FuseConvResiduals,
-                            FuseConvEpilogues, FuseIntMmEpilogues, SelectImpl, FuseKernels, WidenHalf)
+                            FuseConvEpilogues, FuseIntMmEpilogues, SelectImpl, FuseKernels, WidenHalf,
+                            FreeResultLayouts)
     }
 
 

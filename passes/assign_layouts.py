@@ -15,6 +15,9 @@ they had, through a relayout back:
 
 A conv the model keeps contiguous is made contiguous the same way, so every
 conv's operands and result agree on one layout, the one the library gets.
+ATen's conv backward (``tsr.aten_call "aten.convolution_backward.default"``,
+what the library computes of a training backward) gets its gradient and input
+in the layout of the target's backward table the same way.
 The relayouts are then ``hoist-relayouts``', ``cancel-relayouts``' and
 ``fuse-relayouts``' work. Graph inputs and outputs keep the strides eager
 gives them; with ``boundary=free`` a conv result that the graph returns is
@@ -28,17 +31,32 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import channels_last, identity, layout_of, with_layout
-from tessera.dialects.tsr.shapes import shape_of
+from tessera.dialects.tsr.shapes import elem_of, is_static, numel, shape_of
 
-from .target_models import ConvShape, prefers_channels_last, target_models
+from .target_models import ConvShape, backward_prefers_channels_last, prefers_channels_last, target_models
 
 BOUNDARIES = ("eager", "free")
+
+LIBRARY_CONV_BACKWARD = "aten.convolution_backward.default"
+"""ATen's conv backward, which tessera's gradient ops leave to the library for some convs."""
+
+
+def _backward_shape(call: tsr.AtenCallOp) -> ConvShape | None:
+    """The class of the forward conv whose backward ``call`` is (``points``: its output's), or None."""
+    types = [v.type for v in call.operands[:3]]
+    if len(types) < 3 or not all(isinstance(t, TensorType) for t in types):
+        return None
+    dy, x, w = (shape_of(t) for t in types)
+    if not (len(dy) == len(x) == len(w) >= 3) or not is_static(x) or not is_static(dy) or w[1] == 0:
+        return None
+    return ConvShape(spatial=len(x) - 2, dtype=str(elem_of(types[1])), in_channels=x[1], out_channels=w[0],
+                     groups=x[1] // w[1], kernel=tuple(w[2:]), stride=(), points=numel(dy[2:]))
 
 
 def _relayouted(v: SSAValue, perm: tuple[int, ...], before: tsr.ConvOp) -> SSAValue:
@@ -66,20 +84,41 @@ class AssignLayouts(ModulePass):
             rank = len(shape_of(conv.input.type))
             perm = channels_last(rank) if prefers_channels_last(self.target, ConvShape.of(conv)) else identity(rank)
             self._assign(conv, perm)
+        for call in [o for o in op.walk() if isinstance(o, tsr.AtenCallOp) and o.callee.data == LIBRARY_CONV_BACKWARD]:
+            self._assign_backward(call)
+
+    def _assign_backward(self, call: tsr.AtenCallOp) -> None:
+        """ATen's conv backward ``(dy, x, w, ...) -> (dx, dw, db)`` gets ``dy`` and
+        ``x`` in the layout of the target's backward table, and computes ``dx`` in it."""
+        shape = _backward_shape(call)
+        channels_last_ = backward_prefers_channels_last(self.target, shape) if shape is not None else None
+        if channels_last_ is None:
+            return
+        rank = shape.spatial + 2
+        perm = channels_last(rank) if channels_last_ else identity(rank)
+        call.operands[0] = _relayouted(call.operands[0], perm, call)
+        call.operands[1] = _relayouted(call.operands[1], perm, call)
+        dx = call.results[0]
+        if isinstance(dx.type, TensorType) and len(shape_of(dx.type)) == rank:
+            self._result_in(call, dx, perm)
 
     def _assign(self, conv: tsr.ConvOp, perm: tuple[int, ...]) -> None:
         conv.operands[0] = _relayouted(conv.input, perm, conv)
         conv.operands[1] = _relayouted(conv.weight, perm, conv)
         if conv.residual_input is not None:  # the residual has the result's type
             conv.operands[len(conv.operands) - 1] = _relayouted(conv.residual_input, perm, conv)
-        old: TensorType = conv.result.type
+        self._result_in(conv, conv.result, perm)
+
+    def _result_in(self, op: Operation, value: SSAValue, perm: tuple[int, ...]) -> None:
+        """``op`` computes ``value`` in layout ``perm``; its users read it as before, through a relayout back."""
+        old: TensorType = value.type
         if layout_of(old) == perm:
             return
-        name = conv.result.name_hint
-        result = Rewriter.replace_value_with_new_type(conv.result, with_layout(old, perm))
+        name = value.name_hint
+        result = Rewriter.replace_value_with_new_type(value, with_layout(old, perm))
         back = tsr.RelayoutOp.create(operands=[result], result_types=[old])
         back.results[0].name_hint = name
-        Rewriter.insert_op(back, InsertPoint.after(conv))
+        Rewriter.insert_op(back, InsertPoint.after(op))
         for u in list(result.uses):
             if u.operation is back:
                 continue

@@ -13,6 +13,8 @@ them, called on first use: importing the registry loads no pass and no IR).
   least ``MIN_GAIN`` faster: below that, the relayouts an isolated conv needs
   at its boundaries cost more than the conv gains. Every table ends in a
   catch-all. The tables and their measurements are in each target's folder.
+- ``conv_backward_layouts``: the same for the library's conv backward (a
+  training backward's ``aten.convolution_backward``), asked by ``assign-layouts``.
 - ``own_conv_kernel``: which implementation of the target's own conv kernel
   would compute a given ``tsr.conv`` for given features, if any
   (``select-impl`` records it; ``fold-relayouts-into-convs`` and
@@ -141,6 +143,14 @@ def prefers_channels_last(target: str, conv: ConvShape) -> bool:
     return rule_for(target, conv).speedup >= MIN_GAIN
 
 
+def backward_prefers_channels_last(target: str, conv: ConvShape) -> bool | None:
+    """Whether the library's backward of ``conv`` runs channels-last (None: the
+    target has no table, and its operands stay as they come)."""
+    table = target_models(target).conv_backward_layouts
+    rule = first_rule(table, conv) if table is not None else None
+    return None if rule is None else rule.speedup >= MIN_GAIN
+
+
 @dataclass(frozen=True)
 class TargetModels:
     conv_layouts: tuple[Rule, ...]
@@ -154,6 +164,10 @@ class TargetModels:
     """``own_conv_rows(m, k, n)``: ``(H, W)`` of the image (``H * W = m``) that the target's own
     conv kernel computes best as a 1x1 conv of ``m`` rows of ``k`` f32 inputs by a ``k x n``
     weight (``addmm-as-conv``); None: one row of ``m`` pixels."""
+    conv_backward_layouts: tuple[Rule, ...] | None = None
+    """The layout table of the library's conv backward (``aten.convolution_backward``), like
+    ``conv_layouts`` (the :class:`ConvShape` of the forward conv, ``points`` those of its
+    output); None: its operands stay in the layouts they come in."""
 
 
 _MODELS: dict[str, Callable[[], TargetModels]] = {}

@@ -38,6 +38,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr import AtenCallOp, ConstantOp
 from tessera.dialects.tsr.layout import LayoutAttr
+from tessera.passes.free_result_layouts import mark_free
 
 from .. import aten_args
 from ..errors import ImportFailure
@@ -60,9 +61,10 @@ class ImportResult:
 class FxImporter:
     """Imports one ATen-level ``GraphModule`` as ``func.func @<name>``."""
 
-    def __init__(self, gm: torch.fx.GraphModule, name: str = "forward"):
+    def __init__(self, gm: torch.fx.GraphModule, name: str = "forward", free_outputs: frozenset[int] = frozenset()):
         self.gm = gm
         self.name = name
+        self.free_outputs = free_outputs
         self.block = Block()
         self.values: dict[torch.fx.Node, Any] = {}
         self.fallbacks: Counter = Counter()
@@ -136,6 +138,8 @@ class FxImporter:
         self._loc = None
         self.emit(func.ReturnOp(*results))
         fn = func.FuncOp(self.name, ([a.type for a in self.block.args], [r.type for r in results]), Region(self.block))
+        returned = [i for i, none in enumerate(output_is_none) if not none]  # graph output -> result index
+        mark_free(fn, {k for k, i in enumerate(returned) if i in self.free_outputs})
         return ImportResult(ModuleOp([fn]), self.fallbacks, output_is_none)
 
     def _call(self, node: torch.fx.Node) -> Any:
@@ -291,9 +295,12 @@ def _is_float(val: Any) -> bool:
     return isinstance(val, (torch.SymFloat, float))
 
 
-def import_graph(gm: torch.fx.GraphModule, name: str = "forward") -> ImportResult:
-    """Import an ATen ``GraphModule`` (its placeholders need ``meta['val']``)."""
-    return FxImporter(gm, name).run()
+def import_graph(gm: torch.fx.GraphModule, name: str = "forward",
+                 free_outputs: frozenset[int] = frozenset()) -> ImportResult:
+    """Import an ATen ``GraphModule`` (its placeholders need ``meta['val']``).
+    The graph outputs at ``free_outputs`` may be returned in any layout
+    (``{tsr.free_layout}``: a training forward's saved activations)."""
+    return FxImporter(gm, name, free_outputs).run()
 
 
 def _touches_complex(node: torch.fx.Node) -> bool:

@@ -194,10 +194,10 @@ def test_fallback_graph_backward_still_correct(monkeypatch):
 
     real = fx_import.import_graph
 
-    def reject_forward(gm, name="forward"):
+    def reject_forward(gm, name="forward", **kw):
         if name == "forward" and not any(n.name.startswith("tangents") for n in gm.graph.nodes):
             raise ImportFailure("an op no converter knows")
-        return real(gm, name)
+        return real(gm, name, **kw)
 
     monkeypatch.setattr(fx_import, "import_graph", reject_forward)
 
@@ -370,6 +370,7 @@ def test_inputs_not_as_placed_are_seen_after_the_fast_check_is_built():
 
     class Run:
         inputs = [Placement.of(x), Placement.of(w)]
+        outputs = ()
 
         def __call__(self, *xs):
             seen.append([t.stride() for t in xs])
@@ -397,6 +398,7 @@ def test_a_dynamic_graphs_static_inputs_take_the_fast_check():
 
     class Run:
         inputs = [None, OrderPlacement(torch.float32, (-1, 8), (0, 1)), Placement.of(w), Placement.of(b)]
+        outputs = ()
 
         def __call__(self, n, x, w, b):
             return [x @ w + b]

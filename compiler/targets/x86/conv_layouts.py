@@ -28,6 +28,19 @@ Speedup of the packed channels-last call over the contiguous one, per class::
 
 (Against the unpacked channels-last call, session 2: the same classes, within
 a few percent.)
+
+``CONV_BACKWARD_LAYOUTS``: the layout of ATen's ``convolution_backward``
+(oneDNN), which a training backward calls for the gradients tessera's own ops
+leave. Channels-last over contiguous, input and weight gradients, batch 8, 1
+thread (Xeon, session 36)::
+
+    depthwise 3x3, 2x2 - 32x32 planes ............ 1.8x - 8.8x   channels-last
+    1x1 ............................................ 0.9x - 3.1x   channels-last
+    dense, dy's plane of at most a quarter as many
+        pixels as channels (512 ch at 2x2 - 4x4,
+        256 at 4x4 - 8x8) ........................ 0.26x - 0.9x  contiguous
+    dense otherwise (64 - 128 ch at 16x16 - 64x64,
+        the 7x7 stem) ............................ 0.97x - 1.5x  channels-last
 """
 
 from __future__ import annotations
@@ -50,4 +63,12 @@ CONV_LAYOUTS = (
     Rule("f32 dense wider conv2d, >= 128 input channels",
          lambda c: c.groups == 1 and max(c.kernel) > 1 and max(c.stride) == 1 and c.in_channels >= 128, 1.00),
     Rule("f32 conv2d", any_conv, 1.15),
+)
+
+CONV_BACKWARD_LAYOUTS = (
+    Rule("depthwise conv2d", lambda c: c.depthwise, 2.0),
+    Rule("1x1 conv", lambda c: c.pointwise, 1.4),
+    Rule("dense conv, dy's plane of at most a quarter as many pixels as channels",
+         lambda c: c.groups == 1 and c.points is not None and 4 * c.points <= max(c.in_channels, c.out_channels), 0.45),
+    Rule("conv", any_conv, 1.2),
 )

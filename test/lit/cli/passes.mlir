@@ -14,6 +14,7 @@
 // CHECK-NEXT: {{^}}fold-affine-into-conv {{ *}}``fold-affine-into-conv``: a per-output-channel scale or shift
 // CHECK-NEXT: {{^}}fold-relayouts-into-convs {{ *}}``fold-relayouts-into-convs``: a conv that tessera's kernel computes reads
 // CHECK-NEXT: {{^}}fold-upsample-into-conv {{ *}}``fold-upsample-into-conv``: a convolution of a nearest-upsampled tensor
+// CHECK-NEXT: {{^}}free-result-layouts {{ *}}``free-result-layouts``: returns each result marked ``{tsr.free_layout}``
 // CHECK-NEXT: {{^}}fuse-conv-epilogues {{ *}}``fuse-conv-epilogues``: an activation after a convolution becomes the
 // CHECK-NEXT: {{^}}fuse-conv-residuals {{ *}}``fuse-conv-residuals``: a residual added to a convolution's result
 // CHECK-NEXT: {{^}}fuse-int-mm-epilogues {{ *}}``fuse-int-mm-epilogues``: a quantized linear layer's int32 -> float epilogue
@@ -24,8 +25,10 @@
 // One line: the pass specs, comma-separated; constants are typed first, then
 // half-precision convs and GEMMs widened to f32 where the target says so (x86 without AMX), then
 // per-channel affines fold into convs (without freezing only where the weight is no larger than
-// the output), upsample+conv pairs become polyphase convs, layouts are assigned, relayouts hoisted, cancelled and fused; cleanup last.
-// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{(widen-half\{dtypes="[a-z0-9,]+"( gemms=false)?\},)?}}fold-affine-into-conv{per_call=true},fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},hoist-relayouts,cse,cancel-relayouts,fuse-relayouts,cse,dce{{$}}
+// the output), upsample+conv pairs become polyphase convs, layouts are assigned, relayouts hoisted
+// (results the caller takes in any layout returned where they cost least, before and after),
+// cancelled and fused; cleanup last.
+// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{(widen-half\{dtypes="[a-z0-9,]+"( gemms=false)?\},)?}}fold-affine-into-conv{per_call=true},fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},free-result-layouts,hoist-relayouts,cse,cancel-relayouts,free-result-layouts,fuse-relayouts,cse,dce{{$}}
 // PIPELINE-NOT: {{.}}
 
 // BAD: error: argument --pipeline: invalid choice: 'x87'
