@@ -33,6 +33,8 @@ sys.path.insert(0, str(ROOT / "test" / "py"))
 
 from zoo_models import ZOO  # noqa: E402
 
+from torchvision.ops import StochasticDepth  # noqa: E402 - after zoo_models, which makes torchvision importable here
+
 MODES = ("eager", "Inductor", "tessera")
 
 
@@ -94,7 +96,7 @@ def bench(name: str, batch: int, size: int, reps: int) -> str:
     base, example = ZOO[name].build()
     base.train()
     for m in base.modules():
-        if isinstance(m, torch.nn.Dropout):
+        if isinstance(m, (torch.nn.Dropout, StochasticDepth)):
             m.p = 0.0  # the same mask in every mode
     inputs = _inputs(example, batch, size)
     with torch.no_grad():

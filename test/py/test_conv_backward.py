@@ -1,6 +1,7 @@
-"""The input gradient of a stride-1 3x3 conv traced as a conv (``compiler/conv_backward.py``):
-the decomposition against ATen's own backward, the class it takes, and a compiled
-training step whose input gradient runs on tessera's Winograd kernels."""
+"""The conv backward as tessera traces it (``compiler/conv_backward.py``): the input gradient
+of a stride-1 3x3 conv as a conv (the decomposition against ATen's own backward, the class it
+takes, and a compiled training step whose input gradient runs on tessera's Winograd kernels);
+a 1x1 conv's backward as GEMMs; a depthwise weight gradient on a tiny plane tap by tap."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import torch
 from conftest import needs_avx2
 from program_capture import programs_run
 
-from tessera.compiler.conv_backward import convolution_backward, takes
+from conv_backward_checks import assert_backward_matches_aten
+
+from tessera.compiler.conv_backward import convolution_backward, pointwise_takes, takes, tapwise_takes
 
 aten = torch.ops.aten
 
@@ -112,3 +115,48 @@ def test_dynamic_training_computes_input_gradients_per_size():
         assert sum(isinstance(s, Launch) and isinstance(s.kernel, SizedWinograd) for s in backward.steps) == 2
         backwards.add(id(backward))
     assert len(backwards) == 1
+
+
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+@pytest.mark.parametrize("mask", [[True, True, True], [True, False, False], [False, True, False]])
+@pytest.mark.parametrize("shape", [(2, 24, 5, 7), (1, 8, 2, 3, 4)])
+def test_a_1x1_convs_backward_is_two_gemms(layout, mask, shape):
+    """``pointwise_backward``: dx = dy @ w and dw = dy^T @ x over rows of pixels; dx
+    comes channels-last whatever the layout (as the GEMM writes it)."""
+    torch.manual_seed(0)
+    spatial = len(shape) - 2
+    x, w = torch.randn(shape), torch.randn(40, shape[1], *[1] * spatial)
+    dy = torch.randn(shape[0], 40, *shape[2:])
+    if spatial == 2:
+        x, dy = x.contiguous(memory_format=layout), dy.contiguous(memory_format=layout)
+    args = ([40], [1] * spatial, [0] * spatial, [1] * spatial, False, [0] * spatial, 1, mask)
+    assert pointwise_takes(x, w, args[1], args[2], False, 1)
+    assert_backward_matches_aten(dy, x, w, args, same_strides=False)
+
+
+@pytest.mark.parametrize("change", [dict(stride=[2, 2]), dict(padding=[1, 1]), dict(groups=2),
+                                    dict(weight=(40, 24, 3, 3)), dict(dtype=torch.float64)])
+def test_only_unstrided_unpadded_dense_1x1_convs_are_gemms(change):
+    c = {**dict(weight=(40, 24, 1, 1), stride=[1, 1], padding=[0, 0], groups=1, dtype=torch.float32), **change}
+    x = torch.empty(2, 24, 5, 5, dtype=c["dtype"])
+    w = torch.empty(c["weight"][0], c["weight"][1] // c["groups"], *c["weight"][2:], dtype=c["dtype"])
+    assert not pointwise_takes(x, w, c["stride"], c["padding"], False, c["groups"])
+
+
+@pytest.mark.parametrize("case", [  # channels, plane, kernel, stride, padding, dilation
+    (96, (2, 2), 3, 1, 1, 1), (16, (1, 1), 3, 1, 1, 1), (8, (2, 3), 5, 2, 2, 1), (8, (2, 2), 3, 1, 2, 2)])
+def test_a_depthwise_weight_gradient_on_a_plane_smaller_than_its_window_is_summed_tap_by_tap(case):
+    c, plane, k, s, p, d = case
+    torch.manual_seed(0)
+    x, w = torch.randn(2, c, *plane), torch.randn(c, 1, k, k)
+    out = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n in plane]
+    dy = torch.randn(2, c, *out)
+    mask = [True, True, True]
+    assert tapwise_takes(x, w, False, c, mask)
+    assert_backward_matches_aten(dy, x, w, ([c], [s, s], [p, p], [d, d], False, [0, 0], c, mask))
+
+
+def test_a_depthwise_weight_gradient_on_a_plane_as_large_as_its_window_stays_the_librarys():
+    x, w = torch.empty(2, 16, 3, 3), torch.empty(16, 1, 3, 3)
+    assert not tapwise_takes(x, w, False, 16, [True, True, True])
+    assert not tapwise_takes(torch.empty(2, 16, 2, 2), torch.empty(32, 1, 3, 3), False, 16, [True, True, True])
