@@ -173,6 +173,22 @@ def _where(imp, node, c, a, b):
     return emit1(imp, node, tsr.WhereOp.create(operands=ops, result_types=[rtype(node)]))
 
 
+@converts(aten.bitwise_or.Tensor, aten.logical_or.default, aten.bitwise_and.Tensor, aten.logical_and.default)
+def _bool_or_and(imp, node, a, b):
+    """``a | b`` and ``a & b`` of two boolean tensors as selects, which every target
+    lowers (ReLU6's backward: ``(x <= 0) | (x >= 6)``):
+
+        %o = tsr.where %a, %a, %b : (tensor<8xi1>, tensor<8xi1>, tensor<8xi1>) -> tensor<8xi1>   // a | b
+        %n = tsr.where %a, %b, %a : (...) -> tensor<8xi1>                                          // a & b
+    """
+    if not all(isinstance(v, torch.fx.Node) and v.meta["val"].dtype == torch.bool for v in (a, b)):
+        raise NotConvertible("or/and of tensors that are not both boolean")
+    x, y = imp.operand(a), imp.operand(b)
+    ors = node.target in (aten.bitwise_or.Tensor, aten.logical_or.default)
+    ops = [x, x, y] if ors else [x, y, x]
+    return emit1(imp, node, tsr.WhereOp.create(operands=ops, result_types=[rtype(node)]))
+
+
 @converts(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default, aten.clamp.Tensor)
 def _clamp(imp, node, x, lo=None, hi=None):
     if node.target is aten.clamp_max.default:

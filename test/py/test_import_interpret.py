@@ -192,3 +192,18 @@ def test_batch_norm_whose_saved_statistics_are_read_stays_an_aten_call():
     got = interpret(result.module, *args)
     for g, e in zip(got, f(*args)):
         assert_close(g, e, "batch norm with its statistics")
+
+
+def test_boolean_or_and_import_as_selects():
+    """``|`` and ``&`` of boolean tensors (ReLU6's backward mask) become ``tsr.where``s,
+    not ATen calls; of other dtypes they stay ATen's."""
+    def f(x, y, i):
+        return (x <= 0) | (x >= 6), torch.logical_and(y > 0, x < 3), i | 5
+
+    args = (torch.randn(2, 4, 5, 5) * 5, torch.randn(2, 4, 5, 5), torch.randint(0, 9, (7,)))
+    gm = torch.fx.experimental.proxy_tensor.make_fx(f, tracing_mode="fake")(*args)
+    result = _import_checked(gm)
+    calls = [op.callee.data for op in result.module.walk() if isinstance(op, AtenCallOp)]
+    assert calls == ["aten.bitwise_or.Scalar"], calls
+    for g, e in zip(interpret(result.module, *args), f(*args)):
+        assert torch.equal(g, e)
