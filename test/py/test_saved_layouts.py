@@ -132,3 +132,32 @@ def test_inputs_of_the_traced_strides_leave_the_graph_as_it_is():
     code = gm.code
     _retraced(gm, torch.randn(2, 3, 4, 4))
     assert gm.code == code
+
+
+@needs_avx2
+def test_a_forward_that_falls_back_while_running_still_feeds_its_backward(monkeypatch):
+    """A forward program that fails while running gives eager's outputs, with eager's
+    strides; the backward compiled for channels-last saved activations takes them
+    (copied into its layouts) and the gradients are still eager's."""
+    from tessera.compiler.host_steps import HostProgram
+
+    torch.manual_seed(0)
+    model = _ConvNet()
+    eager = copy.deepcopy(model)
+    x = torch.randn(4, 8, 8, 8)
+    compiled = torch.compile(model, backend="tessera")
+    compiled(x).square().mean().backward()  # compiled both graphs, saved activations channels-last
+    model.zero_grad()
+    real = HostProgram.__call__
+
+    def forward_fails(self, *tensors):
+        if self.report.kind == "forward":
+            raise RuntimeError("a kernel failed")
+        return real(self, *tensors)
+
+    monkeypatch.setattr(HostProgram, "__call__", forward_fails)
+    saved = _saved_strides(compiled, x)
+    assert saved and all(s == torch.empty(shape).stride() for shape, s in saved), saved
+    eager(x).square().mean().backward()
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
