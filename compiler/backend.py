@@ -292,18 +292,20 @@ def compile_graph(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
     compiled once, its kernels taking their sizes at run time; where some part of
     it cannot be (``report.reason`` of the attempt is logged), it is compiled per
     concrete size class, when first called with it (``size_specialization``)."""
-    if any(is_symbolic(x) for x in example_inputs):
-        program = _compile_dynamic(gm, options, kind, device) if options.dynamic_kernels else None
-        if program is not None:
-            return make_boxed_func(program)
-        return make_boxed_func(SizeSpecializedGraph(
-            gm, lambda g: _compile_program(g, options, kind, device, size_class=True), strict=options.strict))
-    if kind == "backward":
-        saved_layouts.retrace_for_inputs(gm, example_inputs)
-    free = saved_layouts.saved_outputs(gm, example_inputs) if kind == "forward" else frozenset()
-    program = _compile_program(gm, options, kind, device, free=free)
+    symbolic = any(is_symbolic(x) for x in example_inputs)
+    free = saved_layouts.saved_outputs(gm) if kind == "forward" else frozenset()
+    if kind == "backward":  # saved activations as the forward returns them (``saved_layouts``)
+        inputs, moved = saved_layouts.backward_inputs(example_inputs) if symbolic else (example_inputs, None)
+        saved_layouts.retrace_for_inputs(gm, inputs, moved)
+    if symbolic:
+        program = _compile_dynamic(gm, options, kind, device, free) if options.dynamic_kernels else None
+        if program is None:
+            return make_boxed_func(SizeSpecializedGraph(
+                gm, lambda g: _compile_program(g, options, kind, device, size_class=True), strict=options.strict))
+    else:
+        program = _compile_program(gm, options, kind, device, free=free)
     if free and isinstance(program, GraphProgram):
-        saved_layouts.report_strides(program.output_placements, program.output_is_none, free)
+        saved_layouts.report_layouts(gm, program.output_placements, program.output_is_none, free)
     return make_boxed_func(program)
 
 
@@ -322,10 +324,11 @@ def _compile_program(gm: torch.fx.GraphModule, options: BackendOptions, kind: st
 
 
 def _compile_dynamic(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
-                     device: torch.device) -> Callable | None:
+                     device: torch.device, free: frozenset[int] = frozenset()) -> Callable | None:
     """The program of a graph of symbolic sizes, compiled once with kernels that
-    take their sizes at run time; None unless all of it compiles so (the reason is logged)."""
-    program, report = _build(gm, options, kind, device)
+    take their sizes at run time (``free``: the outputs it may return in any layout);
+    None unless all of it compiles so (the reason is logged)."""
+    program, report = _build(gm, options, kind, device, free)
     report.dynamic = True
     if report.status != COMPILED:
         log.info("tessera: %s graph of symbolic sizes compiled per size class: %s", kind, report.reason)

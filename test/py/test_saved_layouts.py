@@ -161,3 +161,30 @@ def test_a_forward_that_falls_back_while_running_still_feeds_its_backward(monkey
     eager(x).square().mean().backward()
     for (name, p), q in zip(model.named_parameters(), eager.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+
+
+@needs_avx2
+def test_a_forward_of_dynamic_sizes_saves_channels_last_and_its_backward_takes_them():
+    """Of symbolic sizes the forward notes each saved output's dim order on its fake
+    tensor, and the backward is traced for it: one compile serves both sizes."""
+    from tessera.compiler.report import collect_reports
+
+    torch.manual_seed(0)
+    body = _ConvNet().body
+    model = torch.nn.Sequential(body, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10))
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True})
+    with collect_reports() as reports:
+        for shape in [(4, 8, 8, 8), (2, 8, 12, 12)]:
+            x = torch.randn(shape)
+            model.zero_grad()
+            eager.zero_grad()
+            saved = _saved_strides(compiled, x)
+            n, _, h, w = shape
+            assert (32 * h * w, 1, 32 * w, 32) in [s for _, s in saved], saved
+            eager(x).square().mean().backward()
+            floor = 1e-3 * max(q.grad.abs().max().item() for q in eager.parameters())
+            for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+                scale = max(q.grad.abs().max().item(), floor)
+                assert (p.grad - q.grad).abs().max().item() <= 1e-3 * scale, name
+    assert all(r.dynamic for r in reports), [r.summary() for r in reports]
