@@ -20,8 +20,8 @@ what the library computes of a training backward) gets its gradient and input
 in the layout of the target's backward table the same way.
 The relayouts are then ``hoist-relayouts``', ``cancel-relayouts``' and
 ``fuse-relayouts``' work. Graph inputs and outputs keep the strides eager
-gives them; with ``boundary=free`` a conv result that the graph returns is
-returned in the conv's layout instead (the function's type changes).
+gives them; a result marked ``{tsr.free_layout}`` (a training forward's saved
+activation) is then returned where it costs least by ``free-result-layouts``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -40,8 +39,6 @@ from tessera.dialects.tsr.layout import channels_last, identity, layout_of, with
 from tessera.dialects.tsr.shapes import elem_of, is_static, numel, shape_of
 
 from .target_models import ConvShape, backward_prefers_channels_last, prefers_channels_last, target_models
-
-BOUNDARIES = ("eager", "free")
 
 LIBRARY_CONV_BACKWARD = "aten.convolution_backward.default"
 """ATen's conv backward, which tessera's gradient ops leave to the library for some convs."""
@@ -72,12 +69,9 @@ class AssignLayouts(ModulePass):
     name = "assign-layouts"
 
     target: str
-    boundary: str = "eager"
 
     def __post_init__(self) -> None:
         target_models(self.target)  # a ValueError naming the known targets
-        if self.boundary not in BOUNDARIES:
-            raise ValueError(f"boundary must be one of {', '.join(BOUNDARIES)}, got '{self.boundary}'")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for conv in [o for o in op.walk() if isinstance(o, tsr.ConvOp)]:
@@ -120,20 +114,5 @@ class AssignLayouts(ModulePass):
         back.results[0].name_hint = name
         Rewriter.insert_op(back, InsertPoint.after(op))
         for u in list(result.uses):
-            if u.operation is back:
-                continue
-            if self.boundary == "free" and isinstance(u.operation, func.ReturnOp):
-                _retype_result(u.operation, u.index, result.type)
-            else:
+            if u.operation is not back:
                 u.operation.operands[u.index] = back.results[0]
-        if not back.results[0].uses:
-            Rewriter.erase_op(back)
-
-
-def _retype_result(ret: func.ReturnOp, index: int, new: TensorType) -> None:
-    fn = ret.parent_op()
-    if not isinstance(fn, func.FuncOp):
-        return
-    outs = list(fn.function_type.outputs.data)
-    outs[index] = new
-    fn.function_type = FunctionType.from_lists(list(fn.function_type.inputs.data), outs)

@@ -2,7 +2,7 @@
 // (each target's conv_layouts.py under compiler/targets), made explicit with relayouts.
 // RUN: compilerctl opt %s -p "assign-layouts{target=x86}" | filecheck %s
 // RUN: compilerctl opt %s -p "assign-layouts{target=metal}" | filecheck %s --check-prefix=METAL
-// RUN: compilerctl opt %s -p "assign-layouts{target=x86 boundary=free}" | filecheck %s --check-prefix=FREE
+// RUN: compilerctl opt %s -p "assign-layouts{target=x86},free-result-layouts" | filecheck %s --check-prefix=FREE
 // RUN: compilerctl opt %s -p "assign-layouts{target=x86},assign-layouts{target=x86}" | filecheck %s
 // RUN: not compilerctl opt %s -p "assign-layouts{target=tpu}" 2>&1 | filecheck %s --check-prefix=BAD
 
@@ -31,16 +31,24 @@ func.func @conv3d_f32(%x: tensor<1x8x6x18x18xf32, #tsr.layout<ncdhw>>, %w: tenso
 }
 
 // A conv the graph returns: eager's strides stay (a relayout back before the
-// return), unless boundary=free, where the function returns ndhwc.
+// return), unless the result is {tsr.free_layout}, where free-result-layouts
+// then returns it ndhwc.
 // CHECK-LABEL: func.func @returned_conv(
 // CHECK: %[[Y:[^ ]+]] = tsr.conv {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
 // CHECK-NEXT: %[[YB:[^ ]+]] = tsr.relayout %[[Y]] : {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
 // CHECK-NEXT: func.return %[[YB]] : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
 // FREE-LABEL: func.func @returned_conv(
-// FREE-SAME: -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
-// FREE: %[[Y:[^ ]+]] = tsr.conv {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
-// FREE-NEXT: func.return %[[Y]] : tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+// FREE: func.return %{{[^ ]+}} : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
 func.func @returned_conv(%x: tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, %w: tensor<4x4x1x1x1xf32, #tsr.layout<ncdhw>>) -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>> {
+  %y = tsr.conv %x, %w {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, tensor<4x4x1x1x1xf32, #tsr.layout<ncdhw>>) -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
+  func.return %y : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
+}
+
+// FREE-LABEL: func.func @returned_conv_free(
+// FREE-SAME: -> (tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>> {tsr.free_layout})
+// FREE: %[[Y:[^ ]+]] = tsr.conv {{.*}} -> tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+// FREE: func.return %[[Y]] : tensor<1x4x2x4x4xf32, #tsr.layout<ndhwc>>
+func.func @returned_conv_free(%x: tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, %w: tensor<4x4x1x1x1xf32, #tsr.layout<ncdhw>>) -> (tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>> {tsr.free_layout}) {
   %y = tsr.conv %x, %w {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>, tensor<4x4x1x1x1xf32, #tsr.layout<ncdhw>>) -> tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
   func.return %y : tensor<1x4x2x4x4xf32, #tsr.layout<ncdhw>>
 }
