@@ -16,7 +16,8 @@ separate calls inside it too. Applies on a CPU where the forward conv is 2-D,
 where the x86 model would run the conv ``dy -> dx`` by Winograd with its weight
 transformed on every call (``targets/x86/conv_kernel_model.prefers_winograd_per_call``:
 enough channels and 4x4 output tiles). At symbolic sizes, where it would at some
-size: that conv of dynamic sizes then chooses per size when run (``conv/sized.py``:
+size and the weight, flipped on every call, has at most ``DYNAMIC_WEIGHT_LIMIT``
+elements: that conv of dynamic sizes then chooses per size when run (``conv/sized.py``:
 Winograd, or the library's conv at the sizes the rule leaves). Elsewhere the op stays
 whole (or, on a GPU, Inductor's decomposition applies). The table is one per
 process, so the rule does not know which target a graph is built for: for one
@@ -31,7 +32,7 @@ import math
 
 import torch
 
-from tessera.passes.target_models import ConvShape
+from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT, ConvShape
 
 from .conv_input_grad import input_grad
 from .conv_input_grad import takes as input_grad_takes
@@ -56,6 +57,8 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
     n, c_in, h, wd = x.shape
     if all(isinstance(s, int) for s in (n, h, wd)):
         tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)  # 4x4 tiles of dx, over the batch
+    elif w.numel() > DYNAMIC_WEIGHT_LIMIT:  # flipped per call: a copy of the weight (1.4 ms of ResNet-18's)
+        return False
     else:
         tiles = ANY_TILES
     dx = ConvShape(spatial=2, dtype="f32", in_channels=w.shape[0], out_channels=c_in, groups=1, kernel=(3, 3),

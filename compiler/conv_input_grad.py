@@ -30,7 +30,7 @@ import math
 
 import torch
 
-from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT, outweighs
+from tessera.passes.target_models import outweighs
 
 from .conv_grads import aten_gradient, in_kernel_layout, in_layout, is_channels_last
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
@@ -41,8 +41,11 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
     """Whether the input gradient of this conv is traced as ``tessera.conv_input_grad``: a
     dense (one group), not transposed, stride-1 2-D or 3-D float32 conv on a CPU with a
     vector path, a window of more than one tap (a 1x1 conv's is one GEMM), padding at
-    most the window's reach, and a weight that does not outweigh ``dx`` (at symbolic
-    sizes: at most ``DYNAMIC_WEIGHT_LIMIT`` elements; a kernel is loaded per size)."""
+    most the window's reach, and a weight that does not outweigh ``dx``. At symbolic
+    sizes every one (a kernel is loaded per size): the library's input gradient then
+    gets channels-last operands of unknown planes, 1.6-3.8x slower on small ones, and
+    ResNet-18's dynamic training step ran 151 -> 120 ms so (with ``conv_backward.takes``
+    leaving large weights; eager 119-126, session 36)."""
     if transposed or groups != 1 or not output_mask[0] or x.dim() not in (4, 5) or w.dim() != x.dim():
         return False
     if x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32 or host_isa() is None:
@@ -53,9 +56,7 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
         return False
     if any(s != 1 for s in stride) or any(p > d * (k - 1) for p, d, k in zip(padding, dilation, w.shape[2:])):
         return False
-    if all(isinstance(s, int) for s in x.shape):
-        return not outweighs(w.numel(), x.numel())
-    return w.numel() <= DYNAMIC_WEIGHT_LIMIT
+    return not all(isinstance(s, int) for s in x.shape) or not outweighs(w.numel(), x.numel())
 
 
 def _conv_input_grad(dy: torch.Tensor, w: torch.Tensor, padding: list[int], dilation: list[int],

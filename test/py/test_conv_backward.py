@@ -160,3 +160,26 @@ def test_a_depthwise_weight_gradient_on_a_plane_as_large_as_its_window_stays_the
     x, w = torch.empty(2, 16, 3, 3), torch.empty(16, 1, 3, 3)
     assert not tapwise_takes(x, w, False, 16, [True, True, True])
     assert not tapwise_takes(torch.empty(2, 16, 2, 2), torch.empty(32, 1, 3, 3), False, 16, [True, True, True])
+
+
+def _symbolic(shape):
+    """A fake tensor of ``shape`` whose batch and plane sizes are symbolic."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    dims = [DimDynamic.DYNAMIC, DimDynamic.STATIC] + [DimDynamic.DYNAMIC] * (len(shape) - 2)
+    return mode.from_tensor(torch.empty(shape), symbolic_context=StatelessSymbolicContext(dynamic_sizes=dims))
+
+
+@pytest.mark.parametrize("channels", [64, 256])
+def test_at_symbolic_sizes_a_large_weight_is_packed_flipped_not_flipped_per_call(channels):
+    """``conv_input_grad`` takes every size of weight at symbolic sizes; the Winograd
+    class's conv of ``flip(w)``, which copies the weight on every call, only small ones."""
+    from tessera.compiler.conv_input_grad import takes as input_grad_takes
+    from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT
+
+    x, w = _symbolic((2, channels, 16, 16)), torch.empty(channels, channels, 3, 3)
+    args = ([1, 1], [1, 1], [1, 1], False, 1, [True, True, True])
+    assert input_grad_takes(x, w, *args)
+    assert takes(x, w, *args) == (w.numel() <= DYNAMIC_WEIGHT_LIMIT)
