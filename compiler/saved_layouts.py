@@ -93,9 +93,9 @@ def backward_inputs(example_inputs: Sequence[Any]) -> tuple[list[Any], list[int]
         order = _RETURNED_ORDER.get(id(x)) if isinstance(x, torch.Tensor) else None
         if order is None or tuple(order) == tuple(range(x.dim())) or not _traced_contiguous(x):
             continue
-        strides: list[Any] = [1] * x.dim()
+        strides: list[Any] = [1] * x.dim()  # runtime/layouts.dense_strides of symbolic sizes, adding no guard
         for outer, inner in zip(reversed(order[:-1]), reversed(order[1:])):
-            strides[outer] = strides[inner] * x.shape[inner]
+            strides[outer] = strides[inner] * torch.sym_max(1, x.shape[inner])
         with x.fake_mode:
             inputs[i] = torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device)
         moved.append(i)
