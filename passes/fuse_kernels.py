@@ -273,7 +273,7 @@ def is_view(op: Operation) -> bool:
     src, dst = op.input.type, op.result.type
     in_shape, out_shape = shape_of(src), shape_of(dst)
     if not is_static(in_shape) or not is_static(out_shape):
-        return False  # strides known at run time only: a copy
+        return _order_view(op)
     if isinstance(op, tsr.RelayoutOp):
         return same_memory(tuple(in_shape), layout_of(src), layout_of(dst))
     in_strides = strides_for(in_shape, layout_of(src))
@@ -285,6 +285,20 @@ def is_view(op: Operation) -> bool:
         return False
     want = strides_for(out_shape, layout_of(dst))
     return all(g == w or n == 1 for g, w, n in zip(got, want, out_shape))
+
+
+def _order_view(op: Operation) -> bool:
+    """:func:`is_view` at dynamic sizes, where strides are known at run time only: a
+    permute or relayout whose result's dims of size other than 1 come in its input's
+    memory order, each dynamic dim counted as other than 1 (a transposed GEMM operand,
+    ``tensor<?x144xf32, [0, 1]>`` permuted to ``tensor<144x?xf32, [1, 0]>``). A reshape
+    of dynamic sizes is a copy (whether it views its input depends on the sizes)."""
+    if isinstance(op, tsr.ReshapeOp):
+        return False
+    in_shape, out_shape = shape_of(op.input.type), shape_of(op.result.type)
+    source = ints(op.dims) if isinstance(op, tsr.PermuteOp) else range(len(out_shape))  # input dim of each result dim
+    read = [source[d] for d in layout_of(op.result.type) if out_shape[d] != 1]
+    return read == [d for d in layout_of(op.input.type) if in_shape[d] != 1]
 
 
 @dataclass

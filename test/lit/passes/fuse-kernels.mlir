@@ -77,6 +77,24 @@ func.func @shared(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>,
   func.return %o, %s : tensor<4x8xf32>, tensor<4x1xf32>
 }
 
+// At dynamic sizes too: a transposed GEMM operand whose dims keep their memory order
+// (`?x16` rows read as `16x?` in layout [1, 0]) is a host view, not a copy kernel; a
+// transpose that moves memory is a kernel.
+// CHECK-LABEL: func.func @dynamic_transpose_view(
+// CHECK-SAME: %[[R:[^:]+]]: tensor<?x16xf32>
+// CHECK-NEXT: %[[T:[^ ]+]] = tsr.permute %[[R]] {dims = array<i64: 1, 0>} : (tensor<?x16xf32>) -> tensor<16x?xf32, #tsr.layout<[1, 0]>>
+// CHECK-NEXT: %[[C:[^ ]+]] = tsr.fused (%[[R]]) : (tensor<?x16xf32>) -> tensor<16x?xf32> {
+// CHECK: tsr.permute
+// CHECK: tsr.matmul %[[T]], %{{[^ ]+}}
+// CHECK: tsr.matmul %[[C]], %{{[^ ]+}}
+func.func @dynamic_transpose_view(%rows: tensor<?x16xf32>, %x: tensor<?x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  %t = tsr.permute %rows {dims = array<i64: 1, 0>} : (tensor<?x16xf32>) -> tensor<16x?xf32, #tsr.layout<[1, 0]>>
+  %c = tsr.permute %rows {dims = array<i64: 1, 0>} : (tensor<?x16xf32>) -> tensor<16x?xf32>
+  %m = tsr.matmul %t, %x : (tensor<16x?xf32, #tsr.layout<[1, 0]>>, tensor<?x8xf32>) -> tensor<16x8xf32>
+  %n = tsr.matmul %c, %x : (tensor<16x?xf32>, tensor<?x8xf32>) -> tensor<16x8xf32>
+  func.return %m, %n : tensor<16x8xf32>, tensor<16x8xf32>
+}
+
 // Nothing to fuse: the function is left as it is.
 // CHECK-LABEL: func.func @library_only(
 // CHECK-NEXT: tsr.matmul
