@@ -34,6 +34,7 @@ import torch
 
 from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT, ConvShape
 
+from . import depthwise_backward as depthwise
 from .conv_input_grad import input_grad
 from .conv_input_grad import takes as input_grad_takes
 from .conv_weight_grad import takes as weight_grad_takes
@@ -101,53 +102,20 @@ def pointwise_backward(grad, x, w, output_mask):
     return gx, gw, gb
 
 
-def tapwise_takes(x: torch.Tensor, w: torch.Tensor, transposed, groups, output_mask) -> bool:
-    """Whether this conv's weight gradient is traced tap by tap (:func:`tapwise_weight_grad`):
-    a depthwise 2-D float32 conv on a CPU whose input plane is smaller than its window
-    (MobileNetV2's last stage, 960 channels at 2x2: oneDNN's weight gradient took 0.9-2.2
-    ms, where its 4x4 planes took 0.06; batch 8, 1 thread, session 36)."""
-    if transposed or not output_mask[1] or x.dim() != 4 or w.dim() != 4 or x.device.type != "cpu":
-        return False
-    if x.dtype != torch.float32 or w.shape[1] != 1 or groups != x.shape[1] or w.shape[0] != groups:
-        return False
-    if not all(isinstance(s, int) for s in (*x.shape, *w.shape)):
-        return False
-    return x.shape[2] < w.shape[2] or x.shape[3] < w.shape[3]
-
-
-def tapwise_weight_grad(grad, x, w, stride, padding, dilation):
-    """A depthwise conv's weight gradient as one reduction per tap, each of ``dy`` times the
-    window of the padded input that tap reads (pointwise ops and sums that fuse into a
-    kernel a tap):
-
-        dw[c, 0, i, j] = sum over n, y, x of dy[n, c, y, x] * pad(x)[n, c, y*s + i*d, x*s + j*d]
-    """
-    kh, kw = w.shape[2], w.shape[3]
-    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
-    ho, wo = grad.shape[2], grad.shape[3]
-    padded = aten.constant_pad_nd.default(x, [pw, pw, ph, ph], 0.0)
-    taps = []
-    for i in range(kh):
-        rows = aten.slice.Tensor(padded, 2, i * dh, i * dh + sh * (ho - 1) + 1, sh)
-        for j in range(kw):
-            window = aten.slice.Tensor(rows, 3, j * dw, j * dw + sw * (wo - 1) + 1, sw)
-            taps.append(aten.sum.dim_IntList(aten.mul.Tensor(grad, window), [0, 2, 3]))
-    return aten.reshape.default(aten.stack.default(taps, 1), list(w.shape))
-
-
 def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
                          output_mask, otherwise=None):
     """``aten.convolution_backward`` as GEMMs for a 1x1 conv (:func:`pointwise_takes`); else
     with its input gradient as a conv where :func:`takes`, else
     as ``tessera.conv_input_grad`` where ``conv_input_grad.takes``, and its weight gradient as
-    ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes`` (the bias's then a sum of
-    ``grad``); elsewhere the decomposition ``otherwise`` (Inductor's), or the op whole."""
+    ``tessera.conv_weight_grad`` where ``conv_weight_grad.takes``, or by taps where
+    ``depthwise_backward.takes`` (the bias's then a sum of ``grad``); elsewhere the
+    decomposition ``otherwise`` (Inductor's), or the op whole."""
     if pointwise_takes(x, w, stride, padding, transposed, groups):
         return pointwise_backward(grad, x, w, output_mask)
     as_conv = takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
     own_input = not as_conv and input_grad_takes(x, w, stride, padding, dilation, transposed, groups, output_mask)
     own_weight = weight_grad_takes(x, w, transposed, groups, output_mask)
-    by_taps = not own_weight and tapwise_takes(x, w, transposed, groups, output_mask)
+    by_taps = not own_weight and depthwise.takes(x, w, transposed, groups, output_mask)
     if not as_conv and not own_input and not own_weight and not by_taps:
         args = (grad, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
         return otherwise(*args) if otherwise is not None else NotImplemented
@@ -157,11 +125,14 @@ def convolution_backward(grad, x, w, bias_sizes, stride, padding, dilation, tran
         gx = aten.convolution.default(grad, flipped, None, [1, 1], [2 - p for p in padding], [1, 1], False, [0, 0], 1)
     elif own_input:
         gx = input_grad(grad, x, w, padding, dilation)
+    if own_weight:
+        gw = weight_grad(grad, x, w, stride, padding, dilation)
+    elif by_taps:
+        gx, gw = depthwise.backward(grad, x, w, stride, padding, dilation, output_mask[0])
     if own_weight or by_taps:
-        gw = (weight_grad if own_weight else tapwise_weight_grad)(grad, x, w, stride, padding, dilation)
         if output_mask[2]:
             gb = aten.sum.dim_IntList(grad, [0, *range(2, grad.dim())])
-    own = (as_conv or own_input, own_weight or by_taps, own_weight or by_taps)
+    own = (as_conv or own_input or gx is not None, own_weight or by_taps, own_weight or by_taps)
     rest = [asked and not done for asked, done in zip(output_mask, own)]
     if any(rest):
         left = aten.convolution_backward.default(grad, x, w, bias_sizes, stride, padding, dilation, transposed,

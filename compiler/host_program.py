@@ -209,7 +209,7 @@ class _Builder:
         placements = [placement_or_order(r.type) if isinstance(r.type, TensorType) and not _returned_view(op, r)
                       else None for r in op.results]
         call = PlacedCall(fn, op.name, len(op.operands), fixed, placements, f"{op.name} at {op_location(op)}",
-                          self.result.layout_fixups)
+                          self.result.layout_fixups, of_sizes=_of_sizes_only(op))
         args = tuple(self.operand(op.operands[i], op) for i in tensor_pos)
         self.steps.append(Call(call, args, tuple(self.buffer(r) for r in op.results)))
 
@@ -241,6 +241,15 @@ def _count_host_op(report: GraphReport, op: Operation) -> None:
         report.library[f"aten.{op.name.removeprefix('tsr.')}"] += 1
     else:
         report.aten_ops[f"{op.name} (not fused)"] += 1
+
+
+def _of_sizes_only(op: Operation) -> bool:
+    """Whether ``op`` computes from sizes alone (a tensor's ``tsr.dim``, size arithmetic,
+    a size made a 0-d tensor): a program bound to one run's sizes takes its results as
+    constants (``runtime/size_binding.py``)."""
+    if isinstance(op, tsr.DimOp) or op.dialect_name() == "arith":
+        return True
+    return isinstance(op, tsr.AtenCallOp) and _of_sizes(op) and op.callee.data == "aten.scalar_tensor.default"
 
 
 def _of_sizes(op: tsr.AtenCallOp) -> bool:

@@ -85,9 +85,11 @@ class PlacedCall:
     noted in ``fixups`` (``HostProgram.layout_fixups``: the layout passes should leave none)."""
 
     def __init__(self, fn: Callable, name: str, arity: int, fixed: dict[int, Any],
-                 placements: Sequence[Placement | None], where: str, fixups: list[str]):
+                 placements: Sequence[Placement | None], where: str, fixups: list[str], of_sizes: bool = False):
         self.fn, self.__name__, self.arity, self.fixed = fn, name, arity, fixed
         self.placements, self.where, self.fixups = tuple(placements), where, fixups
+        self.of_sizes = of_sizes
+        """Its results follow from its arguments' sizes alone (``runtime/size_binding.py``)."""
 
     def __call__(self, *tensors: Any) -> list:
         if self.fixed:
@@ -257,8 +259,9 @@ class AtenCall:
         if namespace == "tessera":  # tessera's own ops: their functions, not through the dispatcher
             from .conv_input_grad import HOST_FUNCTIONS as INPUT_GRAD
             from .conv_weight_grad import HOST_FUNCTIONS as WEIGHT_GRAD
+            from .depthwise_backward import HOST_FUNCTIONS as DEPTHWISE
 
-            return {**INPUT_GRAD, **WEIGHT_GRAD}[self.callee]
+            return {**INPUT_GRAD, **WEIGHT_GRAD, **DEPTHWISE}[self.callee]
         return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
     def __call__(self, *operands: Any) -> Any:

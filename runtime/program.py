@@ -39,7 +39,7 @@ from tessera.runtime.errors import ProgramError, SizesChanged
 from tessera.runtime.kernel import Launchable, placements_of
 from tessera.runtime.layouts import Placement
 from tessera.runtime.memory_plan import SlotMemory, plan_slots
-from tessera.runtime.size_binding import bind_sizes, bound_launchable, placement_or_none
+from tessera.runtime.size_binding import bind_sizes, bound_launchable, of_sizes, placement_or_none
 
 
 @dataclass(frozen=True)
@@ -161,8 +161,10 @@ class Program:
         object.__setattr__(self, "_alloc", {s.buffer: _placement(s.placement) for s in self.steps if isinstance(s, Alloc)})
         object.__setattr__(self, "_checked", [None])  # the inputs of the last run whose launches were checked
         object.__setattr__(self, "_outputs", frozenset(self.outputs))
-        launched = {b for step in self.steps if isinstance(step, (Launch, SizedAlloc)) for b in step.args}
-        # positions of the inputs a kernel reads or an allocation is sized by: the only buffers whose placement a run cannot foresee
+        launched = {b for step in self.steps if isinstance(step, (Launch, SizedAlloc)) or of_sizes(step)
+                    for b in reads(step)}
+        # positions of the inputs a kernel reads, an allocation is sized by or sizes are read from:
+        # the only buffers whose placement a run cannot foresee
         object.__setattr__(self, "_launched", tuple(i for i, b in enumerate(self.inputs) if b in launched))
         object.__setattr__(self, "_kept", {_PROBE: object()})  # intermediate buffer id -> its tensor of the last run
         object.__setattr__(self, "_running", threading.Lock())  # a run keeping buffers is under way
@@ -290,7 +292,7 @@ class Program:
                     raise ProgramError(f"call of {getattr(step.fn, '__name__', step.fn)} returned {len(outs)} tensors, expected {len(step.results)}")
                 env.update(zip(step.results, outs))
                 if bind:
-                    sizes[i] = (arg_placements, [placement_or_none(t) for t in outs])
+                    sizes[i] = (arg_placements, [placement_or_none(t) for t in outs], outs if of_sizes(step) else None)
             for b in free:
                 env.pop(b, None)
             if on_step is not None:

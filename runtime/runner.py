@@ -40,7 +40,7 @@ import torch
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import SizedLayout, dense_strides
-from tessera.runtime.size_binding import Guarded
+from tessera.runtime.size_binding import Guarded, SizeConstant
 
 if TYPE_CHECKING:
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
@@ -227,6 +227,10 @@ class _Writer:
         self.emit(f"else: {launcher}([{', '.join(pointers)}], c, n)", 2)
 
     def call(self, step: Call) -> None:
+        if isinstance(step.fn, SizeConstant):  # a size of a bound program: its value, an int as a literal
+            for b, v in zip(step.results, step.fn.values, strict=True):
+                self.emit(f"{_b(b)} = {v if type(v) is int else self.name('K', v)}")
+            return
         guarded = step.fn if isinstance(step.fn, Guarded) else None
         fn = self.name("F", step.fn if guarded is None else guarded.fn)
         value = f"{fn}({', '.join(_b(b) for b in step.args)})"

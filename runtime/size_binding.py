@@ -66,21 +66,49 @@ class Guarded:
         raise SizesChanged(f"{self.__name__} returned {tuple(t.shape)}, bound to {self.placements[i].shape}")
 
 
+def of_sizes(step: Any) -> bool:
+    """A call whose results follow from its arguments' sizes alone (``tsr.dim``, size
+    arithmetic: ``PlacedCall.of_sizes``)."""
+    return getattr(getattr(step, "fn", None), "of_sizes", False)
+
+
+class SizeConstant:
+    """A size call's results in a program bound to one run's sizes: what it returned then
+    (the runner writes ints as literals)."""
+
+    of_sizes = True
+
+    def __init__(self, values: Sequence[Any]):
+        self.values = tuple(values)
+        self.__name__ = "size"
+
+    def __call__(self) -> tuple:
+        return self.values
+
+
 def bind_sizes(program: Any, seen: dict[int, Any]) -> Any:
     """``program`` (a dynamic ``Program``) at the sizes of one run. ``seen`` holds, by
     step: a ``SizedAlloc``'s placement, a launch's bound launchable, a call's argument
-    and result placements (None: not a tensor). See the module doc."""
+    and result placements (None: not a tensor) and, of a size call, its results. A
+    size call becomes their constant (what it read sizes from is guarded, and a
+    constant nothing reads is dropped). See the module doc."""
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
 
-    sized_by = {b for step in program.steps if isinstance(step, (Launch, SizedAlloc)) for b in step.args}
+    outputs = set(program.outputs)
+    folded = {i for i, step in enumerate(program.steps)
+              if isinstance(step, Call) and of_sizes(step) and not outputs.intersection(step.results)}
+    sized_by = {b for i, step in enumerate(program.steps)
+                if isinstance(step, (Launch, SizedAlloc)) or i in folded for b in step.args}
     steps = []
     for i, step in enumerate(program.steps):
-        if isinstance(step, SizedAlloc):
+        if i in folded:
+            step = Call(SizeConstant(seen[i][2]), (), step.results)
+        elif isinstance(step, SizedAlloc):
             step = Alloc(step.buffer, seen[i])
         elif isinstance(step, Launch):
             step = Launch(seen[i], step.args)
         elif isinstance(step, Call):
-            args, results = seen[i]
+            args, results, _ = seen[i]
             guards = {j: p for j, (b, p) in enumerate(zip(step.results, results)) if b in sized_by and p is not None}
             bound_to = getattr(step.fn, "bound_to", None)
             if bound_to is not None:
@@ -88,7 +116,22 @@ def bind_sizes(program: Any, seen: dict[int, Any]) -> Any:
             elif guards:
                 step = Call(Guarded(step.fn, guards), step.args, step.results)
         steps.append(step)
-    return Program(steps, program.inputs, program.outputs, program.device, program.reuse_buffers, program.straight_line)
+    return Program(_unread_constants_dropped(steps, outputs), program.inputs, program.outputs, program.device,
+                   program.reuse_buffers, program.straight_line)
+
+
+def _unread_constants_dropped(steps: list, outputs: set[int]) -> list:
+    """``steps`` without the size constants whose results no later step reads."""
+    from tessera.runtime.program import Call, reads
+
+    read = set(outputs)
+    kept = []
+    for step in reversed(steps):
+        if isinstance(step, Call) and isinstance(step.fn, SizeConstant) and read.isdisjoint(step.results):
+            continue
+        read.update(reads(step))
+        kept.append(step)
+    return kept[::-1]
 
 
 def bound_launchable(launchable: Any, tensors: Sequence[torch.Tensor]) -> Any:

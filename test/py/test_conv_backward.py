@@ -12,7 +12,8 @@ from program_capture import programs_run
 
 from conv_backward_checks import assert_backward_matches_aten
 
-from tessera.compiler.conv_backward import convolution_backward, pointwise_takes, takes, tapwise_takes
+from tessera.compiler import depthwise_backward as depthwise
+from tessera.compiler.conv_backward import convolution_backward, pointwise_takes, takes
 
 aten = torch.ops.aten
 
@@ -145,21 +146,21 @@ def test_only_unstrided_unpadded_dense_1x1_convs_are_gemms(change):
 
 @pytest.mark.parametrize("case", [  # channels, plane, kernel, stride, padding, dilation
     (96, (2, 2), 3, 1, 1, 1), (16, (1, 1), 3, 1, 1, 1), (8, (2, 3), 5, 2, 2, 1), (8, (2, 2), 3, 1, 2, 2)])
-def test_a_depthwise_weight_gradient_on_a_plane_smaller_than_its_window_is_summed_tap_by_tap(case):
+def test_a_depthwise_backwardient_on_a_plane_smaller_than_its_window_is_summed_tap_by_tap(case):
     c, plane, k, s, p, d = case
     torch.manual_seed(0)
     x, w = torch.randn(2, c, *plane), torch.randn(c, 1, k, k)
     out = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n in plane]
     dy = torch.randn(2, c, *out)
     mask = [True, True, True]
-    assert tapwise_takes(x, w, False, c, mask)
+    assert depthwise.takes(x, w, False, c, mask)
     assert_backward_matches_aten(dy, x, w, ([c], [s, s], [p, p], [d, d], False, [0, 0], c, mask))
 
 
-def test_a_depthwise_weight_gradient_on_a_plane_as_large_as_its_window_stays_the_librarys():
+def test_a_depthwise_backwardient_on_a_plane_as_large_as_its_window_stays_the_librarys():
     x, w = torch.empty(2, 16, 3, 3), torch.empty(16, 1, 3, 3)
-    assert not tapwise_takes(x, w, False, 16, [True, True, True])
-    assert not tapwise_takes(torch.empty(2, 16, 2, 2), torch.empty(32, 1, 3, 3), False, 16, [True, True, True])
+    assert not depthwise.takes(x, w, False, 16, [True, True, True])
+    assert not depthwise.takes(torch.empty(2, 16, 2, 2), torch.empty(32, 1, 3, 3), False, 16, [True, True, True])
 
 
 def _symbolic(shape):
@@ -183,3 +184,58 @@ def test_at_symbolic_sizes_a_large_weight_is_packed_flipped_not_flipped_per_call
     args = ([1, 1], [1, 1], [1, 1], False, 1, [True, True, True])
     assert input_grad_takes(x, w, *args)
     assert takes(x, w, *args) == (w.numel() <= DYNAMIC_WEIGHT_LIMIT)
+
+
+def test_at_symbolic_sizes_a_depthwise_backwardient_chooses_taps_when_run():
+    """Of a symbolic plane the traced op is ``tessera.depthwise_backward``, which sums the
+    weight gradient tap by tap where the plane it runs at is smaller than the window and
+    calls ATen for both gradients elsewhere: each equal to ATen's, in the layout traced."""
+    x, w = _symbolic((2, 16, 2, 2)), torch.empty(16, 1, 3, 3)
+    assert depthwise.takes(x, w, False, 16, [True, True, True])
+    grad = depthwise._depthwise_backward
+    torch.manual_seed(0)
+    for plane, stride in (((2, 2), 1), ((1, 3), 1), ((6, 5), 1), ((7, 7), 2)):
+        x, w = torch.randn(2, 16, *plane, dtype=torch.float64), torch.randn(16, 1, 3, 3, dtype=torch.float64)
+        x = x.contiguous(memory_format=torch.channels_last)
+        dy = torch.randn(2, 16, *[(n + 2 - 3) // stride + 1 for n in plane], dtype=torch.float64)
+        want_x, want_w, _ = aten.convolution_backward.default(dy, x, w, None, [stride] * 2, [1, 1], [1, 1], False,
+                                                              [0, 0], 16, [True, True, False])
+        for channels_last in (False, True):
+            got_x, got_w = grad(dy, x, w, [stride] * 2, [1, 1], [1, 1], True, channels_last)
+            torch.testing.assert_close(got_w, want_w, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(got_x, want_x, rtol=1e-12, atol=1e-12)
+            assert got_x.stride() == want_x.stride()
+            assert got_w.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        assert grad(dy, x, w, [stride] * 2, [1, 1], [1, 1], False, False)[0].numel() == 0
+
+
+class _Depthwise(torch.nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(c, c, 3, padding=1, groups=c)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def test_a_dynamic_training_step_gives_eagers_depthwise_backwardients_at_every_plane():
+    """``dynamic=True``: one compile of a depthwise conv's backward, called at planes smaller
+    than its window (taps) and larger (ATen's call), each weight gradient eager's."""
+    from tessera.compiler.host_steps import AtenCall
+
+    torch.manual_seed(0)
+    model = _Depthwise(24)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True})
+    backwards = set()
+    for shape in ((4, 24, 2, 3), (3, 24, 9, 7), (5, 24, 2, 2)):
+        x = torch.randn(shape)
+        model.zero_grad()
+        backward = programs_run(lambda t: compiled(t).square().sum().backward(), x)[-1]
+        got = model.conv.weight.grad.clone()
+        model.zero_grad()
+        model(x).square().sum().backward()
+        torch.testing.assert_close(got, model.conv.weight.grad, rtol=1e-4, atol=1e-5)
+        calls = [getattr(getattr(s.fn, "fn", None), "callee", None) for s in backward.steps if hasattr(s, "fn")]
+        assert "tessera.depthwise_backward.default" in calls, calls
+        backwards.add(id(backward))
+    assert len(backwards) == 1

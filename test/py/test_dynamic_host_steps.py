@@ -112,3 +112,40 @@ def test_tessera_conv_of_a_repeated_size_writes_last_runs_output():
         before = kept(at_12[0]).data_ptr()
         compiled(x)
         assert kept(at_12[0]).data_ptr() == before  # the same memory, written again
+
+
+class _TrainingNorm(torch.nn.Module):
+    """BatchNorm in training: its unbiased variance divides by ``n - 1`` of symbolic ``n``."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).flatten(1)
+
+
+def test_a_program_bound_to_sizes_takes_its_size_arithmetic_as_constants():
+    """``tsr.dim``, size arithmetic and sizes made 0-d tensors run in the dynamic program;
+    the program bound to one run's sizes has their values as constants and drops the ones
+    nothing reads. Every size gets eager's values, also back at a size bound before."""
+    from tessera.runtime.size_binding import SizeConstant
+
+    torch.manual_seed(0)
+    model = _TrainingNorm().train()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True})
+    for shape in ((2, 8, 6, 5), (3, 8, 9, 7), (2, 8, 6, 5), (4, 8, 3, 3)):
+        x = torch.randn(shape)
+        programs = programs_run(compiled, x)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    forward = programs[0]
+    assert any(getattr(s.fn, "of_sizes", False) and s.fn.__name__ == "arith.muli"
+               for s in forward.steps if isinstance(s, Call))
+    bound = list(forward._bound.values())
+    assert bound
+    for program in bound:
+        size_calls = [s for s in program.steps if isinstance(s, Call) and getattr(s.fn, "of_sizes", False)]
+        assert size_calls and all(isinstance(s.fn, SizeConstant) for s in size_calls)
+        assert len(size_calls) < sum(getattr(s, "fn", None) is not None and getattr(s.fn, "of_sizes", False)
+                                     for s in forward.steps)
