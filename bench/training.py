@@ -1,6 +1,6 @@
 """Training steps compiled by tessera against eager and Inductor, in one process.
 
-    .venv/bin/python bench/training.py [--models resnet18,autoencoder_kl_decode] [--batch 8] [--size 64] [--reps 15] [--threads 1]
+    .venv/bin/python bench/training.py [--models resnet18,autoencoder_kl_decode] [--batch 8] [--size 64] [--reps 15] [--threads 1] [--dynamic]
 
 A step is what a user's loop runs: ``zero_grad``, the compiled forward, a loss
 (cross entropy for a classifier, mean squared error against a random target for
@@ -10,7 +10,8 @@ each model: the median step time of each mode (modes interleaved round by
 round, in a new random order each round), the first step of each compiled mode
 (compile included), and how far tessera's loss and parameter gradients after one
 step are from float64's, beside eager's float32 distance (``_one_step_errors``). Prints a Markdown table for ``BENCHMARKS.md``.
-Record the machine with it.
+Record the machine with it. ``--dynamic`` adds both compilers with ``dynamic=True``
+(issue 17: a dynamic step against tessera's static one and Inductor's dynamic one).
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ from zoo_models import ZOO  # noqa: E402
 from torchvision.ops import StochasticDepth  # noqa: E402 - after zoo_models, which makes torchvision importable here
 
 MODES = ("eager", "Inductor", "tessera")
+DYNAMIC_MODES = ("Inductor dyn", "tessera dyn")
+
+
+def _compiled(mode: str, model: torch.nn.Module) -> Callable:
+    """``model`` as ``mode`` runs it."""
+    if mode == "eager":
+        return model
+    backend = "tessera" if mode.startswith("tessera") else "inductor"
+    return torch.compile(model, backend=backend, dynamic=True if mode.endswith(" dyn") else None)
 
 
 def _inputs(example: tuple[torch.Tensor, ...], batch: int, size: int) -> tuple[torch.Tensor, ...]:
@@ -92,7 +102,7 @@ def _one_step_errors(model: torch.nn.Module, inputs, target) -> tuple[float, flo
     return _error(got, want), _error(ref, want)
 
 
-def bench(name: str, batch: int, size: int, reps: int) -> str:
+def bench(name: str, batch: int, size: int, reps: int, dynamic: bool = False) -> str:
     base, example = ZOO[name].build()
     base.train()
     for m in base.modules():
@@ -104,17 +114,24 @@ def bench(name: str, batch: int, size: int, reps: int) -> str:
     target = (torch.randint(0, out.shape[1], (batch,)) if out.dim() == 2 else torch.randn_like(out))
     error, eager_error = _one_step_errors(base, inputs, target)
     steps, first = {}, {}
-    for mode in MODES:
+    modes = MODES + (DYNAMIC_MODES if dynamic else ())
+    for mode in modes:
         model = copy.deepcopy(base)
-        forward = {"eager": model, "Inductor": torch.compile(model),
-                   "tessera": torch.compile(model, backend="tessera")}[mode]
-        steps[mode] = _step(model, forward, inputs, target)
+        steps[mode] = _step(model, _compiled(mode, model), inputs, target)
         t0 = time.perf_counter()
-        steps[mode]()
+        try:
+            steps[mode]()
+        except Exception as e:  # noqa: BLE001 - a peer that fails on this model (Inductor's dynamic shapes)
+            if mode == "Inductor dyn":
+                print(f"{name}: {mode} fails: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
+                del steps[mode]
+                continue
+            raise
         first[mode] = time.perf_counter() - t0
         steps[mode]()
-    times: dict[str, list[float]] = {m: [] for m in MODES}
-    order, rng = list(MODES), random.Random(0)
+    modes = tuple(steps)
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    order, rng = list(modes), random.Random(0)
     for _ in range(reps):
         rng.shuffle(order)
         for mode in order:
@@ -122,10 +139,16 @@ def bench(name: str, batch: int, size: int, reps: int) -> str:
             steps[mode]()
             times[mode].append((time.perf_counter() - t0) * 1e3)
     med = {m: statistics.median(t) for m, t in times.items()}
+    med.setdefault("Inductor dyn", float("nan"))
     shape = "x".join(map(str, inputs[0].shape))
-    return (f"| {name} | {shape} | {med['eager']:.2f} | {med['Inductor']:.2f} | {med['tessera']:.2f} | "
-            f"{med['eager'] / med['tessera']:.2f}x | {med['Inductor'] / med['tessera']:.2f}x | "
-            f"{first['tessera']:.1f} / {first['Inductor']:.1f} | {error:.1e} / {eager_error:.1e} |")
+    row = (f"| {name} | {shape} | {med['eager']:.2f} | {med['Inductor']:.2f} | {med['tessera']:.2f} | "
+           f"{med['eager'] / med['tessera']:.2f}x | {med['Inductor'] / med['tessera']:.2f}x | "
+           f"{first['tessera']:.1f} / {first['Inductor']:.1f} | {error:.1e} / {eager_error:.1e} |")
+    if dynamic:
+        dyn, ind = med["tessera dyn"], med["Inductor dyn"]
+        row += (f" {ind:.2f} | {dyn:.2f} | {dyn / med['tessera']:.2f} | {med['eager'] / dyn:.2f}x | "
+                f"{ind / dyn:.2f}x |")
+    return row
 
 
 def main() -> None:
@@ -135,15 +158,19 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=64, help="image side (a VAE's latent: size / 8)")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dynamic", action="store_true", help="also both compilers with dynamic=True")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     logging.getLogger("tessera").setLevel(logging.ERROR)
     print(f"torch {torch.__version__}, {a.threads} threads, batch {a.batch}, size {a.size}")
     head = ("| model | input | eager ms | Inductor ms | tessera ms | eager / tessera | Inductor / tessera "
             "| first step s (tessera / Inductor) | error vs float64 (tessera / eager) |")
+    if a.dynamic:
+        head += (" Inductor dyn ms | tessera dyn ms | tessera dyn / static | eager / tessera dyn "
+                 "| Inductor dyn / tessera dyn |")
     table = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name in a.models.split(","):
-        table.append(bench(name, a.batch, a.size, a.reps))
+        table.append(bench(name, a.batch, a.size, a.reps, a.dynamic))
         print(table[-1], flush=True)
     print("\n".join(table))
 
