@@ -19,7 +19,11 @@ read and written in their layouts (channels-last or contiguous). Against oneDNN'
 input gradient on this Xeon (1 thread, batch 8, BENCHMARKS.md session 35): 64->64 3x3
 at 8x8 0.21 against 0.28 ms, 32->3 at 16x16 0.04 against 0.08-0.18 ms; where the
 weight outweighs ``dx`` (``target_models.outweighs``: 256->256 at 4x4, 512->512 at 2x2)
-the library's stays. Which convs: :func:`takes`; the rest of the op: ATen's.
+the library's stays. Which convs: :func:`takes`; the rest of the op: ATen's. At symbolic
+sizes, where the op is traced for every weight, it makes that choice when run: a size
+whose weight outweighs ``dx`` gets the library's input gradient, ``dy`` in the layout
+of the x86 backward table (ResNet-18's 512->512 3x3 at 2x2, batch 8: 1.9 ms contiguous
+against 2.7 on the kernel and 7.2 channels-last).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import math
 
 import torch
 
-from tessera.passes.target_models import outweighs
+from tessera.passes.target_models import ConvShape, backward_prefers_channels_last, outweighs
 
 from .conv_grads import aten_gradient, in_kernel_layout, in_layout, is_channels_last
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
@@ -66,6 +70,8 @@ def _conv_input_grad(dy: torch.Tensor, w: torch.Tensor, padding: list[int], dila
     isa = host_isa()
     if isa is None or dy.dtype != torch.float32 or w.dtype != torch.float32 or dy.device.type != "cpu":
         return _aten_input_grad(dy, w, padding, dilation, channels_last)
+    if outweighs(w.numel(), math.prod(_input_size(dy, w, padding, dilation))):  # traced at symbolic sizes
+        return _aten_input_grad(in_layout(dy, _library_channels_last(dy, w)), w, padding, dilation, channels_last)
     dy, dy_layout = in_kernel_layout(dy)
     try:
         kernel, pack, spec = _kernel(tuple(dy.shape), tuple(w.shape), tuple(padding), tuple(dilation), dy_layout,
@@ -96,6 +102,15 @@ def _input_size(dy, w, padding, dilation) -> list:
     """The shape of ``x``: at stride 1 each spatial size is ``dy``'s plus ``d*(k-1) - 2p``."""
     reach = [d * (k - 1) - 2 * p for p, d, k in zip(padding, dilation, w.shape[2:])]
     return [dy.shape[0], w.shape[1], *(s + r for s, r in zip(dy.shape[2:], reach))]
+
+
+def _library_channels_last(dy: torch.Tensor, w: torch.Tensor) -> bool:
+    """Whether the library's input gradient of this size runs channels-last, by the x86
+    backward table (``conv_layouts.CONV_BACKWARD_LAYOUTS``), as ``assign-layouts`` decides
+    at static sizes."""
+    shape = ConvShape(spatial=w.dim() - 2, dtype="f32", in_channels=w.shape[1], out_channels=w.shape[0], groups=1,
+                      kernel=tuple(w.shape[2:]), stride=(), points=math.prod(dy.shape[2:]))
+    return bool(backward_prefers_channels_last("x86", shape))
 
 
 def _aten_input_grad(dy, w, padding, dilation, channels_last) -> torch.Tensor:

@@ -17,7 +17,8 @@ A conv the model keeps contiguous is made contiguous the same way, so every
 conv's operands and result agree on one layout, the one the library gets.
 ATen's conv backward (``tsr.aten_call "aten.convolution_backward.default"``,
 what the library computes of a training backward) gets its gradient and input
-in the layout of the target's backward table the same way.
+in the layout of the target's backward table the same way, and ATen's max pools
+with indices (and their backward) channels-last where the target says so.
 The relayouts are then ``hoist-relayouts``', ``cancel-relayouts``' and
 ``fuse-relayouts``' work. Graph inputs and outputs keep the strides eager
 gives them; a result marked ``{tsr.free_layout}`` (a training forward's saved
@@ -43,6 +44,15 @@ from .target_models import ConvShape, backward_prefers_channels_last, prefers_ch
 LIBRARY_CONV_BACKWARD = "aten.convolution_backward.default"
 """ATen's conv backward, which tessera's gradient ops leave to the library for some convs."""
 
+LIBRARY_POOLS = frozenset({
+    "aten.max_pool2d_with_indices.default", "aten.max_pool3d_with_indices.default",
+    "aten.max_pool2d_with_indices_backward.default", "aten.max_pool3d_with_indices_backward.default",
+})
+"""Max pools that give their indices, and their backward, where they stay ATen's calls (a pool
+of symbolic sizes, ``fx_import/pooling.py``): on a CPU 15x faster channels-last (8x64x32x32,
+3x3 stride 2: 0.30 against 4.6 ms, 1 thread), and the backward 6x slower on a mix of layouts.
+The indices (a point's offset in its plane) are the same in either layout."""
+
 
 def _backward_shape(call: tsr.AtenCallOp) -> ConvShape | None:
     """The class of the forward conv whose backward ``call`` is (``points``: its output's), or None."""
@@ -56,7 +66,7 @@ def _backward_shape(call: tsr.AtenCallOp) -> ConvShape | None:
                      groups=x[1] // w[1], kernel=tuple(w[2:]), stride=(), points=numel(dy[2:]))
 
 
-def _relayouted(v: SSAValue, perm: tuple[int, ...], before: tsr.ConvOp) -> SSAValue:
+def _relayouted(v: SSAValue, perm: tuple[int, ...], before: Operation) -> SSAValue:
     if layout_of(v.type) == perm:
         return v
     r = tsr.RelayoutOp.create(operands=[v], result_types=[with_layout(v.type, perm)])
@@ -80,6 +90,23 @@ class AssignLayouts(ModulePass):
             self._assign(conv, perm)
         for call in [o for o in op.walk() if isinstance(o, tsr.AtenCallOp) and o.callee.data == LIBRARY_CONV_BACKWARD]:
             self._assign_backward(call)
+        if target_models(self.target).library_pools_channels_last:
+            for call in [o for o in op.walk() if isinstance(o, tsr.AtenCallOp) and o.callee.data in LIBRARY_POOLS]:
+                self._assign_pool(call)
+
+    def _assign_pool(self, call: tsr.AtenCallOp) -> None:
+        """A library pool's tensors of the image's rank (input, gradient, indices; values,
+        indices, input gradient) channels-last."""
+        rank = len(shape_of(call.operands[0].type))
+        if rank not in (4, 5):
+            return
+        perm = channels_last(rank)
+        for i, v in enumerate(call.operands):
+            if isinstance(v.type, TensorType) and len(shape_of(v.type)) == rank:
+                call.operands[i] = _relayouted(v, perm, call)
+        for r in call.results:
+            if isinstance(r.type, TensorType) and len(shape_of(r.type)) == rank:
+                self._result_in(call, r, perm)
 
     def _assign_backward(self, call: tsr.AtenCallOp) -> None:
         """ATen's conv backward ``(dy, x, w, ...) -> (dx, dw, db)`` gets ``dy`` and

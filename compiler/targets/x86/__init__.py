@@ -31,7 +31,8 @@ class X86(CpuTarget):
         from .gemm_choice import gemm_isa
 
         return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa,
-                            own_conv_rows=row_view, conv_backward_layouts=CONV_BACKWARD_LAYOUTS)
+                            own_conv_rows=row_view, conv_backward_layouts=CONV_BACKWARD_LAYOUTS,
+                            library_pools_channels_last=True)
 
     def widened_halves(self, features: str | None = None) -> tuple[str, ...]:
         """bf16 and f16 convs and GEMMs run in f32 on tessera's kernels unless the CPU

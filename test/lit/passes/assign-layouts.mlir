@@ -118,3 +118,23 @@ func.func @conv1d(%x: tensor<1x8x16xf32, #tsr.layout<ncl>>, %w: tensor<8x8x3xf32
   %y = tsr.conv %x, %w {stride = array<i64: 1>, padding = array<i64: 0>, dilation = array<i64: 1>, groups = 1 : i64} : (tensor<1x8x16xf32, #tsr.layout<ncl>>, tensor<8x8x3xf32, #tsr.layout<ncl>>) -> tensor<1x8x14xf32, #tsr.layout<ncl>>
   func.return %y : tensor<1x8x14xf32, #tsr.layout<ncl>>
 }
+
+// ATen's max pool with indices (kept as a call at symbolic sizes: the same op) reads and writes
+// channels-last on x86 (15x faster there); its users read through relayouts back, and a
+// free result (the indices a training backward reads) is then returned channels-last.
+// CHECK-LABEL: func.func @library_max_pool(
+// CHECK: %[[XR:[^ ]+]] = tsr.relayout %{{[^ ]+}} : {{.*}} -> tensor<2x8x9x9xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[V:[^ ,]+]], %[[I:[^ ]+]] = tsr.aten_call "aten.max_pool2d_with_indices.default"(%[[XR]]) {{.*}} -> (tensor<2x8x5x5xf32, #tsr.layout<nhwc>>, tensor<2x8x5x5xi64, #tsr.layout<nhwc>>)
+// CHECK-DAG: tsr.relayout %[[V]] : {{.*}} -> tensor<2x8x5x5xf32, #tsr.layout<nchw>>
+// CHECK-DAG: tsr.relayout %[[I]] : {{.*}} -> tensor<2x8x5x5xi64, #tsr.layout<nchw>>
+// FREE-LABEL: func.func @library_max_pool(
+// FREE-SAME: -> (tensor<2x8x5x5xf32, #tsr.layout<nchw>>, tensor<2x8x5x5xi64, #tsr.layout<nhwc>> {tsr.free_layout})
+// FREE: %[[V:[^ ,]+]], %[[I:[^ ]+]] = tsr.aten_call "aten.max_pool2d_with_indices.default"
+// FREE: func.return %{{[^ ]+}}, %[[I]] :
+// METAL-LABEL: func.func @library_max_pool(
+// METAL-NOT: tsr.relayout
+// METAL: func.return
+func.func @library_max_pool(%x: tensor<2x8x9x9xf32, #tsr.layout<nchw>>) -> (tensor<2x8x5x5xf32, #tsr.layout<nchw>>, tensor<2x8x5x5xi64, #tsr.layout<nchw>> {tsr.free_layout}) {
+  %v, %i = tsr.aten_call "aten.max_pool2d_with_indices.default"(%x) {args = [#tsr.operand<0>, [3 : i64, 3 : i64], [2 : i64, 2 : i64], [1 : i64, 1 : i64]]} : (tensor<2x8x9x9xf32, #tsr.layout<nchw>>) -> (tensor<2x8x5x5xf32, #tsr.layout<nchw>>, tensor<2x8x5x5xi64, #tsr.layout<nchw>>)
+  func.return %v, %i : tensor<2x8x5x5xf32, #tsr.layout<nchw>>, tensor<2x8x5x5xi64, #tsr.layout<nchw>>
+}
