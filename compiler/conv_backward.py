@@ -15,10 +15,11 @@ separate calls inside it too. Applies on a CPU where the forward conv is 2-D,
 3x3, stride 1, dilation 1, one group, not transposed, with padding at most 2,
 where the x86 model would run the conv ``dy -> dx`` by Winograd with its weight
 transformed on every call (``targets/x86/conv_kernel_model.prefers_winograd_per_call``:
-enough channels and 4x4 output tiles). At symbolic sizes, where it would at some
-size and the weight, flipped on every call, has at most ``DYNAMIC_WEIGHT_LIMIT``
-elements: that conv of dynamic sizes then chooses per size when run (``conv/sized.py``:
-Winograd, or the library's conv at the sizes the rule leaves). Elsewhere the op stays
+enough channels and 4x4 output tiles). At symbolic sizes the input gradient is
+``tessera.conv_input_grad``, which makes this choice per size when run (Winograd of the
+weight flipped at the sizes the rule gives it, else tessera's direct kernel reading the
+weight flipped: no copy of the weight where the rule leaves a size; the conv of
+``flip(w)`` copied it on every call, ``prims.rev``). Elsewhere the op stays
 whole (or, on a GPU, Inductor's decomposition applies). The table is one per
 process, so the rule does not know which target a graph is built for: for one
 without the Winograd kernels (or with ``conv_kernels=False``) the input
@@ -32,14 +33,13 @@ import math
 
 import torch
 
-from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT, ConvShape
+from tessera.passes.target_models import ConvShape
 
 from . import depthwise_backward as depthwise
 from .conv_input_grad import input_grad
 from .conv_input_grad import takes as input_grad_takes
 from .conv_weight_grad import takes as weight_grad_takes
 from .conv_weight_grad import weight_grad
-from .targets.x86.conv_choice import ANY_TILES
 from .targets.x86.conv_kernel_model import prefers_winograd_per_call
 
 aten = torch.ops.aten
@@ -47,8 +47,7 @@ aten = torch.ops.aten
 
 def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transposed, groups, output_mask) -> bool:
     """Whether the input gradient of this conv is traced as a conv (the module docstring's class:
-    the x86 model's per-call Winograd rule, asked of the conv ``dy -> dx``; at any size
-    where ``x``'s sizes are symbolic)."""
+    the x86 model's per-call Winograd rule, asked of the conv ``dy -> dx``; at static sizes)."""
     if transposed or groups != 1 or not output_mask[0] or x.dim() != 4 or w.dim() != 4 or x.device.type != "cpu":
         return False
     if not all(isinstance(s, int) for s in (*w.shape, x.shape[1])) or tuple(w.shape[2:]) != (3, 3):
@@ -56,12 +55,9 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
     if list(stride) != [1, 1] or list(dilation) != [1, 1] or not all(0 <= p <= 2 for p in padding):
         return False
     n, c_in, h, wd = x.shape
-    if all(isinstance(s, int) for s in (n, h, wd)):
-        tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)  # 4x4 tiles of dx, over the batch
-    elif w.numel() > DYNAMIC_WEIGHT_LIMIT:  # flipped per call: a copy of the weight (1.4 ms of ResNet-18's)
+    if not all(isinstance(s, int) for s in (n, h, wd)):  # ``tessera.conv_input_grad`` chooses when run
         return False
-    else:
-        tiles = ANY_TILES
+    tiles = n * math.ceil(h / 4) * math.ceil(wd / 4)  # 4x4 tiles of dx, over the batch
     dx = ConvShape(spatial=2, dtype="f32", in_channels=w.shape[0], out_channels=c_in, groups=1, kernel=(3, 3),
                    stride=(1, 1))
     return prefers_winograd_per_call(dx, tiles) is not None

@@ -20,10 +20,13 @@ input gradient on this Xeon (1 thread, batch 8, BENCHMARKS.md session 35): 64->6
 at 8x8 0.21 against 0.28 ms, 32->3 at 16x16 0.04 against 0.08-0.18 ms; where the
 weight outweighs ``dx`` (``target_models.outweighs``: 256->256 at 4x4, 512->512 at 2x2)
 the library's stays. Which convs: :func:`takes`; the rest of the op: ATen's. At symbolic
-sizes, where the op is traced for every weight, it makes that choice when run: a size
-whose weight outweighs ``dx`` gets the library's input gradient, ``dy`` in the layout
-of the x86 backward table (ResNet-18's 512->512 3x3 at 2x2, batch 8: 1.9 ms contiguous
-against 2.7 on the kernel and 7.2 channels-last).
+sizes, where the op is traced for every conv of its class, it makes the static choices
+when run: a size whose weight outweighs ``dx`` gets the library's input gradient, ``dy``
+in the layout of the x86 backward table (ResNet-18's 512->512 3x3 at 2x2, batch 8: 1.9
+ms contiguous against 2.7 on the kernel and 7.2 channels-last), and a 3x3 conv at a size
+where the per-call rule gives Winograd (``conv_backward``'s class at static sizes) runs
+Winograd F(m x m, 3 x 3) on the weight flipped and transposed (one copy, then the
+transform per call).
 """
 
 from __future__ import annotations
@@ -72,6 +75,13 @@ def _conv_input_grad(dy: torch.Tensor, w: torch.Tensor, padding: list[int], dila
         return _aten_input_grad(dy, w, padding, dilation, channels_last)
     if outweighs(w.numel(), math.prod(_input_size(dy, w, padding, dilation))):  # traced at symbolic sizes
         return _aten_input_grad(in_layout(dy, _library_channels_last(dy, w)), w, padding, dilation, channels_last)
+    winograd = _winograd(tuple(dy.shape), tuple(w.shape), tuple(padding), tuple(dilation), isa,
+                         torch.get_num_threads())
+    if winograd is not None:  # traced at symbolic sizes, run at a size with enough tiles
+        conv, pack, spec = winograd
+        out = torch.empty_strided(spec.output_shape(), spec.output_strides())
+        conv.launch_trusted([in_layout(dy, True), pack(w.detach().flip([2, 3]).transpose(0, 1)), out])
+        return in_layout(out, channels_last)
     dy, dy_layout = in_kernel_layout(dy)
     try:
         kernel, pack, spec = _kernel(tuple(dy.shape), tuple(w.shape), tuple(padding), tuple(dilation), dy_layout,
@@ -135,6 +145,26 @@ def _kernel(dy_shape, w_shape, padding, dilation, dy_layout, channels_last, isa,
         spec = dataclasses.replace(spec, packs_weight=True)
         return load_conv(spec), None, spec
     return load_conv(spec), weight_packer(spec), spec
+
+
+@functools.lru_cache(maxsize=256)
+def _winograd(dy_shape, w_shape, padding, dilation, isa, threads):
+    """Winograd F(m x m, 3 x 3) of the conv ``dy -> dx`` where the per-call rule gives it at these
+    sizes (``conv_choice.winograd_m_per_call_at``: enough channels and tiles): the conv, its
+    per-call packer of the flipped, transposed weight, and its spec; else None."""
+    from .targets.x86.conv.spec import ConvSpec
+    from .targets.x86.conv.winograd import WinogradConv, WinogradPacker
+    from .targets.x86.conv.winograd_spec import WinogradSpec, winograd_fits
+    from .targets.x86.conv_choice import winograd_m_per_call_at
+
+    if len(w_shape) != 4 or w_shape[2:] != (3, 3) or any(d != 1 for d in dilation):
+        return None
+    spec = ConvSpec(dy_shape[0], w_shape[0], w_shape[1], dy_shape[2:], (3, 3), 1, tuple(2 - p for p in padding),
+                    isa=isa, input_layout="channels_last", output_layout="channels_last")
+    m = winograd_m_per_call_at(spec) if winograd_fits(spec) else None
+    if m is None:
+        return None
+    return WinogradConv(spec, m), WinogradPacker(WinogradSpec(spec, m)).per_call(), spec
 
 
 def input_grad(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, padding, dilation) -> torch.Tensor:

@@ -93,28 +93,39 @@ def test_training_step_computes_input_gradients_by_winograd():
 
 @needs_avx2
 def test_dynamic_training_computes_input_gradients_per_size():
-    """``dynamic=True``: the input gradients are convs of dynamic sizes (``SizedWinograd``),
-    which choose per size: Winograd at 84 and 72 tiles, the library's conv at 27; one
-    backward graph for the three sizes, every gradient eager's."""
-    from tessera.compiler.targets.x86.conv.sized import SizedWinograd
-    from tessera.runtime.program import Launch
+    """``dynamic=True``: the input gradients are ``tessera.conv_input_grad``, which chooses
+    per size: Winograd of the flipped weight at 84 and 120 tiles, the direct kernel reading
+    it flipped at 27; one backward graph for the three sizes, every gradient eager's."""
+    from tessera.compiler.targets.x86.conv.winograd import WinogradConv
 
     torch.manual_seed(0)
     model = _Pair(64)
     compiled = torch.compile(model, backend="tessera", dynamic=True)
     backwards = set()
-    for shape in [(2, 64, 24, 26), (3, 64, 9, 10), (4, 64, 20, 21)]:
-        x = torch.randn(shape).requires_grad_()
-        x_eager = x.detach().clone().requires_grad_()
-        model(x_eager).square().mean().backward()
-        want = [*(p.grad.clone() for p in model.parameters()), x_eager.grad]
-        model.zero_grad(set_to_none=True)
-        backward = programs_run(lambda t: compiled(t).square().mean().backward(), x)[-1]
-        for got, expected in zip([*(p.grad for p in model.parameters()), x.grad], want, strict=True):
-            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
-        model.zero_grad(set_to_none=True)
-        assert sum(isinstance(s, Launch) and isinstance(s.kernel, SizedWinograd) for s in backward.steps) == 2
-        backwards.add(id(backward))
+    launches = []
+    original = WinogradConv.launch_trusted
+
+    def launch(self, tensors):
+        launches.append(self.ws.m)
+        return original(self, tensors)
+
+    WinogradConv.launch_trusted = launch
+    try:
+        for shape, winograd in [((2, 64, 24, 26), 2), ((3, 64, 9, 10), 0), ((4, 64, 20, 21), 2)]:
+            x = torch.randn(shape).requires_grad_()
+            x_eager = x.detach().clone().requires_grad_()
+            model(x_eager).square().mean().backward()
+            want = [*(p.grad.clone() for p in model.parameters()), x_eager.grad]
+            model.zero_grad(set_to_none=True)
+            launches.clear()
+            backward = programs_run(lambda t: compiled(t).square().mean().backward(), x)[-1]
+            for got, expected in zip([*(p.grad for p in model.parameters()), x.grad], want, strict=True):
+                torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
+            model.zero_grad(set_to_none=True)
+            assert len(launches) == winograd, (shape, launches)
+            backwards.add(id(backward))
+    finally:
+        WinogradConv.launch_trusted = original
     assert len(backwards) == 1
 
 
@@ -175,15 +186,14 @@ def _symbolic(shape):
 
 @pytest.mark.parametrize("channels", [64, 256])
 def test_at_symbolic_sizes_a_large_weight_is_packed_flipped_not_flipped_per_call(channels):
-    """``conv_input_grad`` takes every size of weight at symbolic sizes; the Winograd
-    class's conv of ``flip(w)``, which copies the weight on every call, only small ones."""
+    """``conv_input_grad`` takes every size of weight at symbolic sizes (choosing Winograd
+    per size when run); the conv of ``flip(w)``, which copies the weight on every call, none."""
     from tessera.compiler.conv_input_grad import takes as input_grad_takes
-    from tessera.passes.target_models import DYNAMIC_WEIGHT_LIMIT
 
     x, w = _symbolic((2, channels, 16, 16)), torch.empty(channels, channels, 3, 3)
     args = ([1, 1], [1, 1], [1, 1], False, 1, [True, True, True])
     assert input_grad_takes(x, w, *args)
-    assert takes(x, w, *args) == (w.numel() <= DYNAMIC_WEIGHT_LIMIT)
+    assert not takes(x, w, *args)
 
 
 def test_at_symbolic_sizes_a_depthwise_backwardient_chooses_taps_when_run():
