@@ -37,7 +37,7 @@ import math
 
 import torch
 
-from tessera.passes.target_models import ConvShape, backward_prefers_channels_last, outweighs
+from tessera.passes.target_models import ConvShape, outweighs
 
 from .conv_grads import aten_gradient, in_kernel_layout, in_layout, is_channels_last
 from .targets.x86.conv.errors import ConvOperandMismatch, InvalidConvSpec
@@ -118,9 +118,11 @@ def _library_channels_last(dy: torch.Tensor, w: torch.Tensor) -> bool:
     """Whether the library's input gradient of this size runs channels-last, by the x86
     backward table (``conv_layouts.CONV_BACKWARD_LAYOUTS``), as ``assign-layouts`` decides
     at static sizes."""
+    from .targets.x86.conv_layouts import backward_channels_last
+
     shape = ConvShape(spatial=w.dim() - 2, dtype="f32", in_channels=w.shape[1], out_channels=w.shape[0], groups=1,
                       kernel=tuple(w.shape[2:]), stride=(), points=math.prod(dy.shape[2:]))
-    return bool(backward_prefers_channels_last("x86", shape))
+    return backward_channels_last(shape)
 
 
 def _aten_input_grad(dy, w, padding, dilation, channels_last) -> torch.Tensor:
