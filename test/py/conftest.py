@@ -90,6 +90,22 @@ def _counting(monkeypatch, cls, counted) -> dict:
 
 
 @pytest.fixture
+def winograd_launches(monkeypatch) -> list[int]:
+    """The ``m`` of each Winograd conv launched (``WinogradConv.launch_trusted``), in order."""
+    from tessera.compiler.targets.x86.conv.winograd import WinogradConv
+
+    launches: list[int] = []
+    original = WinogradConv.launch_trusted
+
+    def launch(self, tensors):
+        launches.append(self.ws.m)
+        return original(self, tensors)
+
+    monkeypatch.setattr(WinogradConv, "launch_trusted", launch)
+    return launches
+
+
+@pytest.fixture
 def pack_count(monkeypatch):
     """``{"n": ...}``: the weight packings of every ``PackedWeight`` (conv and int8 GEMM weights)."""
     from tessera.compiler import weight_cache

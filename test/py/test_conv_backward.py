@@ -92,40 +92,27 @@ def test_training_step_computes_input_gradients_by_winograd():
 
 
 @needs_avx2
-def test_dynamic_training_computes_input_gradients_per_size():
+def test_dynamic_training_computes_input_gradients_per_size(winograd_launches):
     """``dynamic=True``: the input gradients are ``tessera.conv_input_grad``, which chooses
     per size: Winograd of the flipped weight at 84 and 120 tiles, the direct kernel reading
     it flipped at 27; one backward graph for the three sizes, every gradient eager's."""
-    from tessera.compiler.targets.x86.conv.winograd import WinogradConv
-
     torch.manual_seed(0)
     model = _Pair(64)
     compiled = torch.compile(model, backend="tessera", dynamic=True)
     backwards = set()
-    launches = []
-    original = WinogradConv.launch_trusted
-
-    def launch(self, tensors):
-        launches.append(self.ws.m)
-        return original(self, tensors)
-
-    WinogradConv.launch_trusted = launch
-    try:
-        for shape, winograd in [((2, 64, 24, 26), 2), ((3, 64, 9, 10), 0), ((4, 64, 20, 21), 2)]:
-            x = torch.randn(shape).requires_grad_()
-            x_eager = x.detach().clone().requires_grad_()
-            model(x_eager).square().mean().backward()
-            want = [*(p.grad.clone() for p in model.parameters()), x_eager.grad]
-            model.zero_grad(set_to_none=True)
-            launches.clear()
-            backward = programs_run(lambda t: compiled(t).square().mean().backward(), x)[-1]
-            for got, expected in zip([*(p.grad for p in model.parameters()), x.grad], want, strict=True):
-                torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
-            model.zero_grad(set_to_none=True)
-            assert len(launches) == winograd, (shape, launches)
-            backwards.add(id(backward))
-    finally:
-        WinogradConv.launch_trusted = original
+    for shape, winograd in [((2, 64, 24, 26), 2), ((3, 64, 9, 10), 0), ((4, 64, 20, 21), 2)]:
+        x = torch.randn(shape).requires_grad_()
+        x_eager = x.detach().clone().requires_grad_()
+        model(x_eager).square().mean().backward()
+        want = [*(p.grad.clone() for p in model.parameters()), x_eager.grad]
+        model.zero_grad(set_to_none=True)
+        winograd_launches.clear()
+        backward = programs_run(lambda t: compiled(t).square().mean().backward(), x)[-1]
+        for got, expected in zip([*(p.grad for p in model.parameters()), x.grad], want, strict=True):
+            torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max().item())
+        model.zero_grad(set_to_none=True)
+        assert len(winograd_launches) == winograd, (shape, winograd_launches)
+        backwards.add(id(backward))
     assert len(backwards) == 1
 
 

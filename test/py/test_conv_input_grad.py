@@ -145,31 +145,18 @@ def test_op_at_a_size_whose_weight_outweighs_dx_is_the_librarys(dy_format):
 @needs_avx2
 @pytest.mark.parametrize("padding", [0, 1, 2])
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_op_at_a_size_with_winograds_tiles_runs_winograd(padding, channels_last):
+def test_op_at_a_size_with_winograds_tiles_runs_winograd(padding, channels_last, winograd_launches):
     """A 3x3 conv's input gradient at a size where the per-call rule gives Winograd (traced so
     at symbolic sizes) runs Winograd of the flipped, transposed weight: ATen's gradient
     within Winograd's rounding, in the traced layout."""
-    from tessera.compiler.targets.x86.conv.winograd import WinogradConv
-
     torch.manual_seed(0)
     w = torch.randn(64, 64, 3, 3)
     dy = torch.randn(2, 64, 24 + 2 * padding - 2, 23 + 2 * padding - 2)
-    launches = []
-    original = WinogradConv.launch_trusted
-
-    def launch(self, tensors):
-        launches.append(self.ws.m)
-        return original(self, tensors)
-
-    WinogradConv.launch_trusted = launch
-    try:
-        got = torch.ops.tessera.conv_input_grad(dy, w, [padding] * 2, [1, 1], channels_last)
-    finally:
-        WinogradConv.launch_trusted = original
+    got = torch.ops.tessera.conv_input_grad(dy, w, [padding] * 2, [1, 1], channels_last)
     x = torch.empty(2, 64, 24, 23, dtype=torch.float64)
     want = aten.convolution_backward.default(dy.double(), x, w.double(), None, [1, 1], [padding] * 2, [1, 1],
                                              False, [0, 0], 1, [True, False, False])[0]
-    assert len(launches) == 1
+    assert len(winograd_launches) == 1
     assert got.is_contiguous(memory_format=torch.channels_last) == channels_last
     torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
 
