@@ -143,12 +143,16 @@ def prefers_channels_last(target: str, conv: ConvShape) -> bool:
     return rule_for(target, conv).speedup >= MIN_GAIN
 
 
+def table_prefers_channels_last(table: Sequence[Rule] | None, conv: ConvShape) -> bool | None:
+    """Whether ``conv`` runs channels-last by a layout table (None: no table, or no rule for it)."""
+    rule = first_rule(table, conv) if table is not None else None
+    return None if rule is None else rule.speedup >= MIN_GAIN
+
+
 def backward_prefers_channels_last(target: str, conv: ConvShape) -> bool | None:
     """Whether the library's backward of ``conv`` runs channels-last (None: the
     target has no table, and its operands stay as they come)."""
-    table = target_models(target).conv_backward_layouts
-    rule = first_rule(table, conv) if table is not None else None
-    return None if rule is None else rule.speedup >= MIN_GAIN
+    return table_prefers_channels_last(target_models(target).conv_backward_layouts, conv)
 
 
 @dataclass(frozen=True)

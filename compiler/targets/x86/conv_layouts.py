@@ -46,7 +46,7 @@ thread (Xeon, session 36)::
 from __future__ import annotations
 
 from tessera.compiler.targets.x86.conv_kernel_model import CHANNELWISE_GROUPS_SPEEDUP, channelwise_groups
-from tessera.passes.target_models import MIN_GAIN, ConvShape, Rule, any_conv, first_rule
+from tessera.passes.target_models import ConvShape, Rule, any_conv, table_prefers_channels_last
 
 CONV_LAYOUTS = (
     Rule("conv1d", lambda c: c.spatial == 1, 1.0),
@@ -77,5 +77,4 @@ CONV_BACKWARD_LAYOUTS = (
 def backward_channels_last(conv: ConvShape) -> bool:
     """Whether the library's backward of ``conv`` runs channels-last on x86 (the table above),
     for a choice made when a gradient op runs (``conv_input_grad``) rather than in ``assign-layouts``."""
-    rule = first_rule(CONV_BACKWARD_LAYOUTS, conv)
-    return rule is not None and rule.speedup >= MIN_GAIN
+    return bool(table_prefers_channels_last(CONV_BACKWARD_LAYOUTS, conv))
