@@ -15,6 +15,7 @@ tiles) as LLVM vector instructions.
 
     %z = vector.broadcast %x : f32 to vector<16xf32>   ->   insertelement, then a zero-mask shufflevector
     %e = vector.extract %s[3] : f32 from vector<16xf32>  ->   %e = extractelement <16 x float> %s, i32 3
+    %v = vector.insert %x, %s[3] : f32 into vector<16xf32>  ->   %v = insertelement <16 x float> %s, float %x, i32 3
 
 Arithmetic on vectors (``arith.addf`` of ``vector<16xf32>``: a reduction's
 accumulators) is the scalar lowering's, on LLVM vector values.
@@ -110,10 +111,18 @@ def _extract(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Val
     return [em.b.extract_element(a[0], ir.Constant(I32, position[0]))]
 
 
+def _insert(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    position = op.static_position.get_values()
+    if len(position) != 1 or op.dynamic_position:
+        raise CodegenError(f"kernel @{em.name}: vector.insert at one static position is supported", op_location(op))
+    return [em.b.insert_element(a[1], a[0], ir.Constant(I32, position[0]))]
+
+
 LOWERINGS: dict[str, Lowering] = {
     "vector.transfer_read": _transfer_read,
     "vector.shuffle": _shuffle,
     "vector.store": _store,
     "vector.broadcast": _broadcast,
     "vector.extract": _extract,
+    "vector.insert": _insert,
 }

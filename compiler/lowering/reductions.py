@@ -18,11 +18,11 @@ Accumulators are in the compute type of each result (f32 for a bf16 sum
 under the f32-compute policy, i64 for an integer ``sum``).
 
 Where the kept dims include the input's contiguous one (a channels-last
-tensor pooled over space) and the inputs are read as they are (or through a
-``tsr.relayout``: BatchNorm statistics in training, of a channels-last conv's
-output), a grid point computes a vector of neighbours along it
-(:meth:`ReductionLoops.emit_vector`): one point per index would read its
-elements ``C`` apart, one by one.
+tensor pooled over space, BatchNorm's statistics and its backward's sums in
+training), a grid point computes a vector of neighbours along it
+(:meth:`ReductionLoops.emit_vector`), what it sums computed as vectors too
+(``lane_values``): one point per index would read its elements ``C`` apart,
+one by one.
 
     %s = scf.for %h = %c0 to %c112 step %c1 iter_args(%a = %zeros) -> (vector<16xf32>) {
       %x = vector.transfer_read %in0[%c0, %c16i, %h, %w], %pad {permutation_map = (d0, d1, d2, d3) -> (d1)}
@@ -37,9 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, vector
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, BoolAttr, VectorType, i64
+from xdsl.dialects.builtin import VectorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
@@ -47,6 +46,7 @@ from tessera.dialects.tsr.shapes import DYNAMIC, elem_of, is_static, numel, shap
 
 from . import index_maps
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, storage_type
+from .lane_values import LaneValues
 from .scalar_ops import ScalarLowering, is_unsigned, width
 from .values import ValueEmitter
 
@@ -268,16 +268,16 @@ class ReductionLoops:
     # -- a vector of kept indices per grid point ------------------------------------------
     def vector_lanes(self, dim: int) -> bool:
         """Whether :meth:`emit_vector` computes neighbours along kept dim ``dim``:
-        every input is read as it is (a kernel argument), as floats computed in
-        their own type, contiguous along ``dim``."""
+        every reduction sums (or takes the max of) floats in their own type, and
+        the tensor the loops walk is contiguous along ``dim``. What each reads is
+        computed as vectors along ``dim`` (``LaneValues``): one vector read per
+        argument contiguous along it."""
         for r in self.reductions:
-            source = self.stored(r.input)
-            elem = elem_of(source.type)
-            if (source not in self.values.inputs or not dtypes.is_float(elem)
-                    or self.sc.num.compute(elem) != storage_type(elem) or self._acc_elem(r) != elem
-                    or loop_dims(source.type)[-1:] != [dim]):
+            elem = elem_of(r.input.type)
+            if (not dtypes.is_float(elem) or self.sc.num.compute(elem) != storage_type(elem)
+                    or self._acc_elem(r) != elem):
                 return False
-        return True
+        return loop_dims(self.input.type)[-1:] == [dim]
 
     def emit_vector(self, kept: dict[int, SSAValue], dim: int, lanes: int) -> list[dict[Operation, SSAValue]]:
         """:meth:`emit` at the ``lanes`` kept indices from ``kept`` along ``dim``
@@ -288,11 +288,10 @@ class ReductionLoops:
         slot = {k: i for i, k in enumerate(keys)}
         vec = {k: VectorType(k[2], [lanes]) for k in keys}
 
+        lane_values = LaneValues(self.values, lanes)
+
         def read(value: SSAValue, idx: tuple[SSAValue, ...]) -> SSAValue:
-            ref, elem = self.values.inputs[self.stored(value)], elem_of(value.type)
-            along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
-            return kb.value(vector.TransferReadOp(ref, idx, kb.const(0.0, elem), VectorType(elem, [lanes]),
-                                                  ArrayAttr([BoolAttr.from_bool(True)]), along))
+            return lane_values.at(value, idx, dim)
 
         def splat(x: SSAValue, t: VectorType) -> SSAValue:
             return kb.value(vector.BroadcastOp(x, t))

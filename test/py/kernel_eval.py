@@ -197,6 +197,12 @@ class KernelEval:
         if isinstance(op, vector.ExtractOp):
             (position,) = op.static_position.get_values()
             return [x[0][..., position]]
+        if isinstance(op, vector.InsertOp):
+            (position,) = op.static_position.get_values()
+            lane, vec = torch.broadcast_tensors(x[0][..., None], x[1])
+            out = vec.clone()
+            out[..., position] = lane[..., position]
+            return [out]
         if isinstance(op, vector.StoreOp):
             val, buf, idx = x[0], x[1], x[2:]
             for k in range(val.shape[-1]):
@@ -312,7 +318,7 @@ def run_program(program, inputs: list[torch.Tensor], function: str = "forward") 
 # -- the contract's structural rules --------------------------------------------------------
 _INSIDE = {
     "scf.for", "scf.if", "scf.yield", "scf.reduce", "memref.load", "memref.store", "memref.alloca",
-    "vector.transfer_read", "vector.shuffle", "vector.store", "vector.broadcast", "vector.extract",
+    "vector.transfer_read", "vector.shuffle", "vector.store", "vector.broadcast", "vector.extract", "vector.insert",
     *(f"arith.{n}" for n in (
         "constant", "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "addf", "subf", "mulf", "divf",
         "maximumf", "minimumf", "negf", "cmpf", "cmpi", "select", "extf", "truncf", "extsi", "extui", "trunci",

@@ -330,7 +330,7 @@ def test_reductions_over_space_of_channels_last_in_vector_lanes(op, extra, shape
 
 def test_vector_lanes_keep_nan_and_the_scalar_path_where_they_do_not_apply():
     """amax over space propagates NaN lane by lane; an input computed in the
-    kernel (silu) and a half input keep one channel per grid point."""
+    kernel (silu) is computed as vectors; a half input keeps one channel per grid point."""
     x = T((1, 16, 4, 4), layout="nhwc")
     y = T((1, 16, 1, 1))
 
@@ -346,11 +346,43 @@ def test_vector_lanes_keep_nan_and_the_scalar_path_where_they_do_not_apply():
     program = check_lowering(fn(f"%x: {x}", y, f"""
   %s = tsr.silu %x : ({x}) -> {x}
   %r = tsr.mean %s {{dims = array<i64: 2, 3>, keepdim = true}} : ({x}) -> {y}""", "%r"), reduce_lanes=16)
-    assert grid_of(the_kernel(program)) == [16] and "vector.extract" not in op_names(the_kernel(program))
+    names = op_names(the_kernel(program))
+    assert "vector.extract" in names and "memref.load" not in names
     h, hy = T((1, 16, 4, 4), "f16", layout="nhwc"), T((1, 16, 1, 1), "f16")
     program = check_lowering(fn(f"%x: {h}", hy, f"""
   %r = tsr.sum %x {{dims = array<i64: 2, 3>, keepdim = true}} : ({h}) -> {hy}""", "%r"), reduce_lanes=16)
     assert grid_of(the_kernel(program)) == [16]
+
+
+def test_vector_lanes_compute_what_they_sum():
+    """BatchNorm's backward sums over a channels-last tensor, of values computed
+    in the kernel: ``dy * (x - mean)`` and a GEMM's rows read through a reshape
+    and a permute, each a vector along ``c``; a ReLU's mask and a bf16 input, which
+    have no vector form here, lane by lane. Each equals the interpreter's."""
+    x, c = T((2, 32, 3, 5), layout="nhwc"), T((1, 32, 1, 1))
+    rows, hwc = T((30, 32)), T((2, 3, 5, 32))
+    h, r = T((2, 32, 3, 5), "bf16", layout="nhwc"), T((32,))
+    program = check_lowering(fn(f"%x: {x}, %dy: {x}, %mean: {c}, %mm: {rows}, %h: {h}", f"({r}, {r}, {r}, {r})", f"""
+  %d = tsr.sub %x, %mean : ({x}, {c}) -> {x}
+  %p = tsr.mul %dy, %d : ({x}, {x}) -> {x}
+  %z = tsr.constant 0.000000e+00 : f32
+  %m = tsr.cmp le, %x, %z : ({x}, f32) -> {T((2, 32, 3, 5), "i1", layout="nhwc")}
+  %w = tsr.where %m, %z, %dy : ({T((2, 32, 3, 5), "i1", layout="nhwc")}, f32, {x}) -> {x}
+  %v = tsr.reshape %mm : ({rows}) -> {hwc}
+  %t = tsr.permute %v {{dims = array<i64: 0, 3, 1, 2>}} : ({hwc}) -> {x}
+  %q = tsr.mul %t, %d : ({x}, {x}) -> {x}
+  %f = tsr.convert %h : ({h}) -> {x}
+  %e = tsr.mul %f, %p : ({x}, {x}) -> {x}
+  %s0 = tsr.sum %p {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({x}) -> {r}
+  %s1 = tsr.sum %w {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({x}) -> {r}
+  %s2 = tsr.sum %q {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({x}) -> {r}
+  %s3 = tsr.sum %e {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({x}) -> {r}""", "%s0, %s1, %s2, %s3"),
+        reduce_lanes=16)
+    k = the_kernel(program)
+    names = op_names(k)
+    assert grid_of(k) == [2] and names.count("vector.extract") == 4 * 16
+    assert names.count("vector.insert") == 2 * 15  # the mask's and the bf16 input's lanes
+    assert names.count("vector.transfer_read") == 4  # x, dy, mean, mm
 
 
 @pytest.mark.parametrize(("shape", "dims", "loops"), [

@@ -1,0 +1,171 @@
+"""Values of a fused body as vectors of neighbouring elements along one dim.
+
+A reduction kernel that keeps its input's contiguous dim (BatchNorm's
+statistics and its backward's sums over a channels-last tensor) computes
+``lanes`` kept indices side by side (``ReductionLoops.emit_vector``). What it
+sums is often computed, not read: ``sum(dy * (x - mean))``. :class:`LaneValues`
+computes such a value at a vector of indices ``i, i+1, ..., i+lanes-1`` along
+one dim: a kernel argument is one vector read, an elementwise op one vector
+op, a value constant along the dim (``mean`` of shape ``1xCx1x1`` read along
+``h``) a scalar broadcast to every lane:
+
+    // sum(dy * (x - mean)) over n, h, w of 8x96x32x32 nhwc, lanes along c:
+    %dy = vector.transfer_read %arg0[%n, %c, %h, %w], %pad {permutation_map = (d0, d1, d2, d3) -> (d1)}
+    %x = vector.transfer_read %arg1[%n, %c, %h, %w], %pad {...}
+    %m = vector.transfer_read %arg2[%c0, %c, %c0, %c0], %pad {...}
+    %d = arith.subf %x, %m : vector<16xf32>
+    %p = arith.mulf %dy, %d : vector<16xf32>
+
+An op with no vector form here (a pad, a reshape that moves the dim, a
+compare, integer arithmetic) is computed lane by lane by the scalar :class:`ValueEmitter` and
+its lanes inserted into a vector, so any body can be computed this way.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import vector
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, BoolAttr, Float32Type, TensorType, VectorType
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from tessera.dialects import tsr
+from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
+from tessera.dialects.tsr.shapes import elem_of, ints, is_static, numel, shape_of
+
+from . import index_maps as im
+from .kernel_builder import KernelBuilder, storage_type
+from .scalar_ops import Numerics, ScalarLowering
+from .values import Index, ValueEmitter
+
+_LANE_OPS = frozenset({
+    "tsr.add", "tsr.sub", "tsr.mul", "tsr.div", "tsr.maximum", "tsr.minimum", "tsr.neg", "tsr.exp", "tsr.log",
+    "tsr.sqrt", "tsr.rsqrt", "tsr.tanh", "tsr.erf", "tsr.abs", "tsr.reciprocal", "tsr.relu", "tsr.sigmoid",
+    "tsr.silu", "tsr.gelu",
+})
+"""Elementwise f32 ops computed as vector ops. A compare and a select stay lane by lane:
+xDSL's ``arith.cmpf`` and ``arith.select`` take a scalar ``i1`` only."""
+
+
+class _LaneScalars(ScalarLowering):
+    """:class:`ScalarLowering` on vectors of ``lanes`` f32: its literals are
+    broadcast to every lane."""
+
+    def __init__(self, kb: KernelBuilder, numerics: Numerics, lanes: int):
+        super().__init__(kb, numerics)
+        self.lanes = lanes
+
+    def splat(self, x: SSAValue) -> SSAValue:
+        key = ("splat", x, self.lanes)
+        hit = self.kb.cached(key)
+        if hit is None:
+            hit = self.kb.remember(key, self.kb.value(vector.BroadcastOp(x, VectorType(x.type, [self.lanes]))))
+        return hit
+
+    def float_const(self, x: float, elem: Attribute) -> SSAValue:
+        return self.splat(super().float_const(x, elem))
+
+
+class LaneValues:
+    """Computes body values of ``values`` (a :class:`ValueEmitter`) as vectors
+    of ``lanes`` neighbours along one of their dims."""
+
+    def __init__(self, values: ValueEmitter, lanes: int):
+        self.values = values
+        self.kb = values.kb
+        self.lanes = lanes
+        self.sc = _LaneScalars(values.kb, values.sc.num, lanes)
+
+    def at(self, v: SSAValue, idx: Index, dim: int | None) -> SSAValue:
+        """``v`` at ``idx`` and the next ``lanes - 1`` indices along ``dim`` (None:
+        ``v`` is the same along the lanes), a vector of its compute type."""
+        key = ("lanes", v, dim, *idx)
+        hit = self.kb.cached(key)
+        if hit is None:
+            hit = self.kb.remember(key, self._compute(v, idx, dim))
+        return hit
+
+    def _compute(self, v: SSAValue, idx: Index, dim: int | None) -> SSAValue:
+        if dim is None:
+            return self.sc.splat(self.values.at(v, idx))
+        if isinstance(v, BlockArgument) and v.owner is self.values.body and self._f32(v):
+            return self._read(self.values.inputs[v], idx, dim)
+        op = v.owner
+        if isinstance(op, ELEMENTWISE_OPS) and self._lane_op(op):
+            return self._elementwise(op, idx, dim)
+        if isinstance(op, tsr.RelayoutOp):
+            return self.at(op.input, idx, dim)
+        if isinstance(op, tsr.ConvertOp) and elem_of(op.input.type) == elem_of(v.type):
+            return self.at(op.input, idx, dim)
+        if isinstance(op, tsr.ExpandOp):
+            src, out = shape_of(op.input.type), shape_of(v.type)
+            return self.at(op.input, im.broadcast(self.kb, idx, src, out), _broadcast_dim(dim, src, out))
+        if isinstance(op, tsr.PermuteOp):
+            dims = ints(op.dims)
+            return self.at(op.input, im.permute(idx, dims), dims[dim])
+        if isinstance(op, tsr.ReshapeOp):
+            src, out = shape_of(op.input.type), shape_of(v.type)
+            kept = _kept_dim(src, out, dim)
+            if kept is not None:
+                return self.at(op.input, im.reshape(self.kb, idx, src, out), kept)
+        return self._by_lane(v, idx, dim)
+
+    def _f32(self, v: SSAValue) -> bool:
+        elem = elem_of(v.type)
+        return isinstance(elem, Float32Type) and self.values.sc.num.compute(elem) == storage_type(elem)
+
+    def _lane_op(self, op: Operation) -> bool:
+        """Whether elementwise ``op`` is computed as vector ops: an f32 op of f32 operands."""
+        return op.name in _LANE_OPS and all(self._f32(x) for x in (*op.operands, *op.results))
+
+    def _elementwise(self, op: Operation, idx: Index, dim: int) -> SSAValue:
+        out = shape_of(op.results[0].type)
+        args = []
+        for x in op.operands:
+            if isinstance(x.type, TensorType):
+                src = shape_of(x.type)
+                at = self.at(x, im.broadcast(self.kb, idx, src, out), _broadcast_dim(dim, src, out))
+                args.append((at, elem_of(x.type), True))
+            else:
+                args.append((self.sc.splat(self.values.at(x, ())), x.type, False))
+        return self.sc.elementwise(op, args)
+
+    def _read(self, ref: SSAValue, idx: Index, dim: int) -> SSAValue:
+        """One vector read of ``lanes`` elements of kernel argument ``ref`` along ``dim``."""
+        kb, elem = self.kb, ref.type.get_element_type()
+        along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
+        return kb.value(vector.TransferReadOp(ref, idx, kb.const(0.0, elem), VectorType(elem, [self.lanes]),
+                                              ArrayAttr([BoolAttr.from_bool(True)]), along))
+
+    def _by_lane(self, v: SSAValue, idx: Index, dim: int) -> SSAValue:
+        """``v`` computed lane by lane by the scalar emitter, its lanes inserted into a vector."""
+        kb = self.kb
+        lanes = []
+        for k in range(self.lanes):
+            at = list(idx)
+            at[dim] = kb.add(idx[dim], k)
+            lanes.append(self.values.at(v, tuple(at)))
+        out = self.sc.splat(lanes[0])
+        for k in range(1, self.lanes):
+            out = kb.value(vector.InsertOp(lanes[k], out, [k]))
+        return out
+
+
+def _broadcast_dim(dim: int, src: list[int], out: list[int]) -> int | None:
+    """The dim of a broadcast operand of shape ``src`` the lanes along ``dim`` of
+    ``out`` walk (None: the operand is the same along them)."""
+    d = dim - (len(out) - len(src))
+    return None if d < 0 or (src[d] == 1 and out[dim] != 1) else d
+
+
+def _kept_dim(src: list[int], out: list[int], dim: int) -> int | None:
+    """The dim of a reshape's input (static ``src``) that is dim ``dim`` of its
+    output ``out``: of the same size, with as many elements after it (row-major),
+    so neighbours along one are neighbours along the other."""
+    if not is_static(src) or not is_static(out):
+        return None
+    after = numel(out[dim + 1:])
+    for d, n in enumerate(src):
+        if n == out[dim] and numel(src[d + 1:]) == after:
+            return d
+    return None
+
