@@ -359,9 +359,11 @@ def partition(block: Block) -> _Partition:
         else:
             join(op, [new_group("pointwise", op)])
 
-    # Rule 4: a group of views alone stays on the host as those ops.
+    # Rule 4: a group of views alone stays on the host as those ops. Producers' groups
+    # first: a chain that starts at a view the host also reads (a weight transposed for
+    # one GEMM, transposed back and reshaped for a conv) is one once that view is.
     host_views: set[Operation] = set()
-    for g in list(groups):
+    for g in reversed(list(groups)):
         real = [op for op in g.ops if op_kind(op) != "constant"]
         if real and all(is_view(op) for op in real) and _one_chain(real, g, home):
             groups.remove(g)

@@ -95,6 +95,24 @@ func.func @dynamic_transpose_view(%rows: tensor<?x16xf32>, %x: tensor<?x8xf32>) 
   func.return %m, %n : tensor<16x8xf32>, tensor<16x8xf32>
 }
 
+// A chain of views that starts at a view the host also reads (a Linear's weight
+// transposed for a GEMM, transposed back and reshaped for a 1x1 conv) stays views.
+// CHECK-LABEL: func.func @view_chain_from_a_view(
+// CHECK-NEXT: %[[T:[^ ]+]] = tsr.permute %{{[^ ]+}}
+// CHECK-NEXT: %[[B:[^ ]+]] = tsr.permute %[[T]]
+// CHECK-NEXT: %[[K:[^ ]+]] = tsr.reshape %[[B]]
+// CHECK-NEXT: tsr.matmul %{{[^ ]+}}, %[[T]]
+// CHECK-NEXT: tsr.conv %{{[^ ]+}}, %[[K]]
+// CHECK-NOT: tsr.fused
+func.func @view_chain_from_a_view(%w: tensor<10x12xf32>, %x: tensor<4x12xf32>, %y: tensor<1x12x1x4xf32, #tsr.layout<nhwc>>) -> (tensor<4x10xf32>, tensor<1x10x1x4xf32, #tsr.layout<nhwc>>) {
+  %t = tsr.permute %w {dims = array<i64: 1, 0>} : (tensor<10x12xf32>) -> tensor<12x10xf32, #tsr.layout<[1, 0]>>
+  %b = tsr.permute %t {dims = array<i64: 1, 0>} : (tensor<12x10xf32, #tsr.layout<[1, 0]>>) -> tensor<10x12xf32>
+  %k = tsr.reshape %b : (tensor<10x12xf32>) -> tensor<10x12x1x1xf32, #tsr.layout<nchw>>
+  %m = tsr.matmul %x, %t : (tensor<4x12xf32>, tensor<12x10xf32, #tsr.layout<[1, 0]>>) -> tensor<4x10xf32>
+  %c = tsr.conv %y, %k {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x12x1x4xf32, #tsr.layout<nhwc>>, tensor<10x12x1x1xf32, #tsr.layout<nchw>>) -> tensor<1x10x1x4xf32, #tsr.layout<nhwc>>
+  func.return %m, %c : tensor<4x10xf32>, tensor<1x10x1x4xf32, #tsr.layout<nhwc>>
+}
+
 // Nothing to fuse: the function is left as it is.
 // CHECK-LABEL: func.func @library_only(
 // CHECK-NEXT: tsr.matmul
