@@ -1,10 +1,11 @@
-"""The backward of a depthwise conv whose input plane is smaller than its window: its
-weight gradient one reduction per tap instead of the library's call:
+"""The backward of a depthwise conv whose input plane is smaller than its window, or whose
+window is larger than 3x3: its weight gradient one reduction per tap instead of the library's
+call:
 
     gx, gw, gb = convolution_backward(dy, x, w, [960], [1, 1], [1, 1], [1, 1], False, [0, 0], 960,
                                       [True, True, True])
     // static sizes: traced as a reduction per tap (pointwise ops and sums that fuse
-    // into a kernel a tap, ``tapwise_weight_grad``)
+    // into one reduction kernel, ``tapwise_weight_grad``)
     gw[c, 0, i, j] = sum(dy * pad(x)[:, :, i*d : i*d + s*(ho-1) + 1 : s, j*d : ...], [0, 2, 3])
     // symbolic sizes: the plane is known when the op runs
     gx, gw = tessera.depthwise_backward(dy, x, w, [1, 1], [1, 1], [1, 1], input_grad=True, channels_last=False)
@@ -28,7 +29,8 @@ aten = torch.ops.aten
 def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, output_mask) -> bool:
     """Whether this conv's weight gradient is computed tap by tap (at static sizes), or
     chosen so when run (at symbolic sizes): a depthwise 2-D float32 conv on a CPU whose
-    input plane is smaller than its window, or of symbolic plane."""
+    input plane is smaller than its window or whose window is larger than 3x3
+    (:data:`LIBRARY_TAPS`), or of symbolic plane."""
     if transposed or not output_mask[1] or x.dim() != 4 or w.dim() != 4 or x.device.type != "cpu":
         return False
     if x.dtype != torch.float32 or w.dtype != torch.float32 or not all(isinstance(s, int) for s in w.shape):
@@ -37,7 +39,15 @@ def takes(x: torch.Tensor, w: torch.Tensor, transposed: bool, groups: int, outpu
         return False
     if not all(isinstance(s, int) for s in x.shape[2:]):
         return True
-    return _smaller_than_window(x.shape[2:], w.shape[2:])
+    return _smaller_than_window(x.shape[2:], w.shape[2:]) or w.shape[2] * w.shape[3] > LIBRARY_TAPS
+
+
+LIBRARY_TAPS = 9
+"""The largest window whose depthwise weight gradient stays the library's at static planes
+it fits in. Compiled tap by tap (one reduction kernel for all taps, 16 channels a vector)
+against oneDNN's, channels-last, batch 8, 1 thread (session 38): 5x5 at 240x8x8 0.32 against
+1.12 ms, at 144x16x16 stride 2 0.29 against 0.89; 3x3 at 32x32x32 0.25 against 0.15, at
+144x16x16 0.26 against 0.17."""
 
 
 def _smaller_than_window(plane, window) -> bool:

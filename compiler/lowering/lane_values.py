@@ -16,7 +16,8 @@ op, a value constant along the dim (``mean`` of shape ``1xCx1x1`` read along
     %d = arith.subf %x, %m : vector<16xf32>
     %p = arith.mulf %dy, %d : vector<16xf32>
 
-An op with no vector form here (a pad, a reshape that moves the dim, a
+Slices and pads along other dims keep the lanes together. An op with no
+vector form here (a pad along the lanes' dim, a reshape that moves it, a
 compare, integer arithmetic) is computed lane by lane by the scalar :class:`ValueEmitter` and
 its lanes inserted into a vector, so any body can be computed this way.
 """
@@ -107,7 +108,21 @@ class LaneValues:
             kept = _kept_dim(src, out, dim)
             if kept is not None:
                 return self.at(op.input, im.reshape(self.kb, idx, src, out), kept)
+        if isinstance(op, tsr.SliceOp) and op.dim.value.data % len(idx) != dim and op.start.value.data >= 0:
+            return self.at(op.input, im.slice_(self.kb, idx, op.dim.value.data % len(idx), op.start.value.data,
+                                               op.step.value.data), dim)
+        if isinstance(op, tsr.PadOp) and ints(op.low)[dim] == ints(op.high)[dim] == 0 and self._f32(v):
+            return self._pad(op, idx, dim)
         return self._by_lane(v, idx, dim)
+
+    def _pad(self, op: tsr.PadOp, idx: Index, dim: int) -> SSAValue:
+        """A pad along dims other than the lanes': every lane in bounds or none."""
+        src, cond = im.pad(self.kb, idx, ints(op.low), ints(op.high), self.values.sizes(op.input))
+        x = self.at(op.input, src, dim)
+        if cond is None:
+            return x
+        fill = self.sc.splat(self.values.sc.convert(self.values.at(op.value, ()), op.value.type, elem_of(op.result.type)))
+        return self.kb.select(cond, x, fill)
 
     def _f32(self, v: SSAValue) -> bool:
         elem = elem_of(v.type)

@@ -143,8 +143,9 @@ def test_only_unstrided_unpadded_dense_1x1_convs_are_gemms(change):
 
 
 @pytest.mark.parametrize("case", [  # channels, plane, kernel, stride, padding, dilation
-    (96, (2, 2), 3, 1, 1, 1), (16, (1, 1), 3, 1, 1, 1), (8, (2, 3), 5, 2, 2, 1), (8, (2, 2), 3, 1, 2, 2)])
-def test_a_depthwise_backwardient_on_a_plane_smaller_than_its_window_is_summed_tap_by_tap(case):
+    (96, (2, 2), 3, 1, 1, 1), (16, (1, 1), 3, 1, 1, 1), (8, (2, 3), 5, 2, 2, 1), (8, (2, 2), 3, 1, 2, 2),
+    (32, (9, 7), 5, 1, 2, 1), (16, (11, 11), 5, 2, 2, 1), (16, (12, 12), 7, 1, 3, 1)])  # windows over 3x3
+def test_a_depthwise_backwardient_on_a_small_plane_or_of_a_large_window_is_summed_tap_by_tap(case):
     c, plane, k, s, p, d = case
     torch.manual_seed(0)
     x, w = torch.randn(2, c, *plane), torch.randn(c, 1, k, k)
@@ -155,7 +156,7 @@ def test_a_depthwise_backwardient_on_a_plane_smaller_than_its_window_is_summed_t
     assert_backward_matches_aten(dy, x, w, ([c], [s, s], [p, p], [d, d], False, [0, 0], c, mask))
 
 
-def test_a_depthwise_backwardient_on_a_plane_as_large_as_its_window_stays_the_librarys():
+def test_a_3x3_depthwise_backwardient_on_a_plane_as_large_as_its_window_stays_the_librarys():
     x, w = torch.empty(2, 16, 3, 3), torch.empty(16, 1, 3, 3)
     assert not depthwise.takes(x, w, False, 16, [True, True, True])
     assert not depthwise.takes(torch.empty(2, 16, 2, 2), torch.empty(32, 1, 3, 3), False, 16, [True, True, True])
@@ -236,3 +237,23 @@ def test_a_dynamic_training_step_gives_eagers_depthwise_backwardients_at_every_p
         assert "tessera.depthwise_backward.default" in calls, calls
         backwards.add(id(backward))
     assert len(backwards) == 1
+
+
+def test_a_static_training_step_sums_a_5x5_depthwise_weight_gradient_in_a_kernel():
+    """A 5x5 depthwise conv at a plane larger than its window: its weight gradient is
+    compiled tap by tap (no library call computes it), equal to eager's."""
+    torch.manual_seed(0)
+    model = _Depthwise(32)
+    model.conv = torch.nn.Conv2d(32, 32, 5, padding=2, groups=32)
+    compiled = torch.compile(model, backend="tessera", options={"strict": True})
+    x = torch.randn(2, 32, 9, 9).to(memory_format=torch.channels_last).requires_grad_()
+    backward = programs_run(lambda t: compiled(t).square().sum().backward(), x)[-1]
+    got, got_x = model.conv.weight.grad.clone(), x.grad.clone()
+    model.zero_grad()
+    x.grad = None
+    model(x).square().sum().backward()
+    torch.testing.assert_close(got, model.conv.weight.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(got_x, x.grad, rtol=1e-4, atol=1e-5)
+    calls = [getattr(s.fn, "fn", None) for s in backward.steps if hasattr(s, "fn")]
+    masks = [c.args[-1] for c in calls if getattr(c, "callee", None) == "aten.convolution_backward.default"]
+    assert masks == [[True, False, False]], masks  # the input's gradient only

@@ -385,6 +385,27 @@ def test_vector_lanes_compute_what_they_sum():
     assert names.count("vector.transfer_read") == 4  # x, dy, mean, mm
 
 
+def test_vector_lanes_read_windows_of_a_padded_input():
+    """A depthwise weight gradient's taps, ``sum(dy * pad(x)[window])`` over a channels-last
+    plane: the pad and slices along h and w keep the channels a vector (one read each,
+    the pad's border a select), no lane computed alone; equal to the interpreter's."""
+    x, dy, r = T((2, 32, 5, 6), layout="nhwc"), T((2, 32, 3, 3), layout="nhwc"), T((32,))
+    p, rows = T((2, 32, 7, 8), layout="nhwc"), T((2, 32, 3, 8), layout="nhwc")
+    taps = []
+    for i, j in ((0, 0), (1, 2), (2, 1)):
+        taps.append(f"""
+  %r{i}{j} = tsr.slice %p {{dim = 2 : i64, start = {i} : i64, end = {i + 5} : i64, step = 2 : i64}} : ({p}) -> {rows}
+  %w{i}{j} = tsr.slice %r{i}{j} {{dim = 3 : i64, start = {j} : i64, end = {j + 5} : i64, step = 2 : i64}} : ({rows}) -> {dy}
+  %m{i}{j} = tsr.mul %dy, %w{i}{j} : ({dy}, {dy}) -> {dy}
+  %s{i}{j} = tsr.sum %m{i}{j} {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({dy}) -> {r}""")
+    program = check_lowering(fn(f"%x: {x}, %dy: {dy}", f"({r}, {r}, {r})", f"""
+  %z = tsr.constant 0.000000e+00 : f32
+  %p = tsr.pad %x, %z {{low = array<i64: 0, 0, 1, 1>, high = array<i64: 0, 0, 1, 1>}} : ({x}, f32) -> {p}""" + "".join(taps),
+        "%s00, %s12, %s21"), reduce_lanes=16)
+    names = op_names(the_kernel(program))
+    assert "vector.insert" not in names and "memref.load" not in names and "vector.extract" in names
+
+
 @pytest.mark.parametrize(("shape", "dims", "loops"), [
     ((2, 6, 7, 5), "0, 2, 3", [2, 35]),        # BatchNorm over NCHW: n apart, then one run of h * w
     ((2, 4, 3, 7, 5), "2, 3, 4", [105]),       # GroupNorm's [n, g, c/g, h, w]: one run of 105
