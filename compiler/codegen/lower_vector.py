@@ -65,14 +65,15 @@ def _transfer_read(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[
                            f"without a mask", op_location(op))
     dim = results[0].position
     indices = a[1:-1]
-    stride = static_strides(t)[dim]
+    stride = em.strides_of(a[0], t)[dim]  # a number, or a value read at run time
     ptr, storage = element_address(em, a[0], t, indices)
     b = em.b
     if stride == 1:
         return [b.load(b.bitcast(ptr, vec.as_pointer()), typ=vec, align=byte_size(storage))]
     out: ir.Value = ir.Constant(vec, ir.Undefined)
     for k in range(vec.count):  # a strided read: one element at a time
-        p = b.gep(ptr, [ir.Constant(I64, k * stride)], inbounds=True, source_etype=storage)
+        step = ir.Constant(I64, k * stride) if isinstance(stride, int) else b.mul(stride, ir.Constant(I64, k))
+        p = b.gep(ptr, [step], inbounds=True, source_etype=storage)
         out = b.insert_element(out, b.load(p, typ=storage, align=byte_size(storage)), ir.Constant(I32, k))
     return [out]
 

@@ -73,7 +73,18 @@ func.func @forward(%c: tensor<1x16x?x?xf32, #tsr.layout<nhwc>>) -> tensor<1x4x?x
 """The phases of a polyphase conv (a 2x upsample folded into a 3x3 conv) interleaved:
 each phase holds ``n - 1`` of its input's ``n`` rows, the result ``2 * (n - 1)``."""
 
+LANES = """
+func.func @forward(%dy: tensor<?x16x?x?xf32, #tsr.layout<nhwc>>, %x: tensor<?x16x?x?xf32>) -> tensor<16xf32> {
+  %p = tsr.mul %dy, %x : (tensor<?x16x?x?xf32, #tsr.layout<nhwc>>, tensor<?x16x?x?xf32>) -> tensor<?x16x?x?xf32, #tsr.layout<nhwc>>
+  %s = tsr.sum %p {dims = array<i64: 0, 2, 3>, keepdim = false} : (tensor<?x16x?x?xf32, #tsr.layout<nhwc>>) -> tensor<16xf32>
+  func.return %s : tensor<16xf32>
+}
+"""
+"""BatchNorm's backward sum over a channels-last tensor, 16 channels a vector, of a
+product with an NCHW tensor: its lanes are read ``H * W`` apart, a stride known at run time."""
+
 CASES = {"norm": (NORM, [(2, 8, 5, 7), (1, 8, 16, 16), (3, 8, 9, 2)]),
+         "lanes": (LANES, [(2, 16, 5, 7), (1, 16, 16, 16), (3, 16, 9, 2)]),
          "pad_upsample": (PAD_UPSAMPLE, [(1, 4, 3, 5), (1, 4, 8, 8), (1, 4, 2, 13)]),
          "relayout": (RELAYOUT, [(1, 16, 8, 16), (2, 16, 9, 13), (1, 16, 3, 5)]),
          "interleave": (INTERLEAVE, [(1, 16, 5, 5), (1, 16, 9, 17), (1, 16, 2, 3)])}
