@@ -337,6 +337,21 @@ def _compile_dynamic(gm: torch.fx.GraphModule, options: BackendOptions, kind: st
     return program
 
 
+def compiled_at_sizes(fn: Callable[..., torch.Tensor], *examples: torch.Tensor) -> Callable | None:
+    """``fn`` (ATen ops) compiled with the default options for ``examples``' sizes, strides
+    and dtypes: what a host function that learns its sizes only when it runs compiles once
+    per size (``depthwise_backward`` at symbolic sizes). None unless all of it compiles.
+
+        program = compiled_at_sizes(lambda dy, x: tapwise_weight_grad(dy, x, ...), dy, x)
+        (gw,) = program(dy, x)
+    """
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(fn, tracing_mode="fake")(*examples)
+    program, report = _build(gm, BackendOptions(), "forward", examples[0].device)
+    return program if report.status == COMPILED else None
+
+
 def _build(gm: torch.fx.GraphModule, options: BackendOptions, kind: str,
            device: torch.device, free: frozenset[int] = frozenset()) -> tuple[Callable, GraphReport]:
     report = GraphReport(kind)

@@ -11,13 +11,17 @@ call:
     gx, gw = tessera.depthwise_backward(dy, x, w, [1, 1], [1, 1], [1, 1], input_grad=True, channels_last=False)
 
 oneDNN's depthwise weight gradient takes 0.9-2.2 ms for 960 channels at 2x2 (MobileNetV2's
-last stage, batch 8, 1 thread), where its 4x4 planes take 0.06 (session 36). At symbolic
-sizes ``tessera.depthwise_backward`` runs the taps eagerly where the plane is smaller
-than the window (0.32 against 0.91 ms there), the input gradient by the library's call;
-elsewhere one library call for both, as before.
+last stage, batch 8, 1 thread), where its 4x4 planes take 0.06 (session 36), and 1.1-2.2 ms
+for EfficientNet-B0's 5x5 windows at any plane (session 38). At symbolic sizes
+``tessera.depthwise_backward`` chooses by the static rule at the sizes it runs at: the taps
+compiled for those sizes once (``backend.compiled_at_sizes``, cached per size), the input
+gradient by the library's call; elsewhere one library call for both.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
 
 import torch
 
@@ -88,15 +92,39 @@ def tapwise_weight_grad(grad, x, weight_size, stride, padding, dilation):
 
 def _depthwise_backward(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride: list[int], padding: list[int],
                         dilation: list[int], input_grad: bool, channels_last: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The gradients at the sizes the op runs at: the weight's by taps where the plane is
-    smaller than the window, else with the input's in one ATen ``convolution_backward``;
-    the weight's in the layout traced, the input's (empty unless ``input_grad``) as ATen gives it."""
+    """The gradients at the sizes the op runs at: the weight's by taps where the static rule
+    (:func:`takes`) would take them, compiled for these sizes once (eagerly where tessera
+    does not compile them and the plane is smaller than the window), else with the input's
+    in one ATen ``convolution_backward``; the weight's in the layout traced, the input's
+    (empty unless ``input_grad``) as ATen gives it."""
     small = _smaller_than_window(x.shape[2:], w.shape[2:])
-    mask = [input_grad, not small, False]
+    taps = _taps_program(_geometry(dy), _geometry(x), tuple(w.shape), tuple(stride), tuple(padding),
+                         tuple(dilation)) if small or w.shape[2] * w.shape[3] > LIBRARY_TAPS else None
+    by_taps = taps is not None or small
+    mask = [input_grad, not by_taps, False]
     gx, gw = _library(dy, x, w, stride, padding, dilation, mask) if any(mask) else (None, None)
-    if small:
+    if taps is not None:
+        (gw,) = taps(dy, x)
+    elif small:
         gw = tapwise_weight_grad(dy, x, list(w.shape), stride, padding, dilation)
     return (gx if input_grad else x.new_empty(0)), in_layout(gw, channels_last)
+
+
+def _geometry(t: torch.Tensor) -> tuple:
+    return tuple(t.shape), t.stride(), t.dtype
+
+
+@functools.lru_cache(maxsize=32)
+def _taps_program(dy: tuple, x: tuple, weight_size: tuple[int, ...], stride: tuple[int, ...],
+                  padding: tuple[int, ...], dilation: tuple[int, ...]) -> Callable | None:
+    """The tap-by-tap weight gradient compiled for ``dy``'s and ``x``'s (sizes, strides, dtype)."""
+    from .backend import compiled_at_sizes
+
+    def taps(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return tapwise_weight_grad(a, b, list(weight_size), list(stride), list(padding), list(dilation))
+
+    examples = [torch.empty_strided(size, strides, dtype=dtype) for size, strides, dtype in (dy, x)]
+    return compiled_at_sizes(taps, *examples)
 
 
 def _library(dy, x, w, stride, padding, dilation, mask):

@@ -207,6 +207,10 @@ def test_at_symbolic_sizes_a_depthwise_backwardient_chooses_taps_when_run():
         assert grad(dy, x, w, [stride] * 2, [1, 1], [1, 1], False, False)[0].numel() == 0
 
 
+def _callees(program) -> list[str | None]:
+    return [getattr(getattr(s.fn, "fn", None), "callee", None) for s in program.steps if hasattr(s, "fn")]
+
+
 class _Depthwise(torch.nn.Module):
     def __init__(self, c: int):
         super().__init__()
@@ -218,7 +222,8 @@ class _Depthwise(torch.nn.Module):
 
 def test_a_dynamic_training_step_gives_eagers_depthwise_backwardients_at_every_plane():
     """``dynamic=True``: one compile of a depthwise conv's backward, called at planes smaller
-    than its window (taps) and larger (ATen's call), each weight gradient eager's."""
+    than its window (taps, a program compiled for the size) and larger (ATen's call), each
+    weight gradient eager's."""
     from tessera.compiler.host_steps import AtenCall
 
     torch.manual_seed(0)
@@ -228,14 +233,15 @@ def test_a_dynamic_training_step_gives_eagers_depthwise_backwardients_at_every_p
     for shape in ((4, 24, 2, 3), (3, 24, 9, 7), (5, 24, 2, 2)):
         x = torch.randn(shape)
         model.zero_grad()
-        backward = programs_run(lambda t: compiled(t).square().sum().backward(), x)[-1]
+        programs = programs_run(lambda t: compiled(t).square().sum().backward(), x)
         got = model.conv.weight.grad.clone()
         model.zero_grad()
         model(x).square().sum().backward()
         torch.testing.assert_close(got, model.conv.weight.grad, rtol=1e-4, atol=1e-5)
-        calls = [getattr(getattr(s.fn, "fn", None), "callee", None) for s in backward.steps if hasattr(s, "fn")]
-        assert "tessera.depthwise_backward.default" in calls, calls
+        (backward,) = [p for p in programs if "tessera.depthwise_backward.default" in _callees(p)]
         backwards.add(id(backward))
+        small = shape[2] < 3 or shape[3] < 3
+        assert len(programs) == (3 if small else 2)  # the taps compiled for the size the op runs at
     assert len(backwards) == 1
 
 
