@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
@@ -29,11 +31,13 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     TensorType,
     UnitAttr,
+    VectorType,
     i1,
     i8,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of, strides_for
@@ -299,6 +303,15 @@ class KernelBuilder:
         if hit is not None:
             return hit
         return self.remember(key, self.value(memref.LoadOp.get(ref, list(idx))))
+
+    def read_along(self, ref: SSAValue, idx: Sequence[SSAValue], dim: int, vec: VectorType) -> SSAValue:
+        """``vec``'s length of elements of ``ref`` from ``idx`` along ``dim``, in bounds
+        (``vector.transfer_read``: one vector load where ``dim`` has stride 1)."""
+        elem = vec.element_type
+        pad = self.const(0.0 if dtypes.is_float(elem) else 0, elem)  # never read: the reads are in bounds
+        along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
+        in_bounds = ArrayAttr([BoolAttr.from_bool(True)])
+        return self.value(vector.TransferReadOp(ref, list(idx), pad, vec, in_bounds, along))
 
     def store(self, v: SSAValue, ref: SSAValue, idx: Sequence[SSAValue]) -> None:
         self.emit(memref.StoreOp.get(v, ref, list(idx)))

@@ -25,11 +25,11 @@ its lanes inserted into a vector, so any body can be computed this way.
 from __future__ import annotations
 
 from xdsl.dialects import vector
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, BoolAttr, Float32Type, TensorType, VectorType
+from xdsl.dialects.builtin import Float32Type, TensorType, VectorType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tessera.dialects import tsr
+from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.shapes import elem_of, ints, is_static, numel, shape_of
 
@@ -38,13 +38,14 @@ from .kernel_builder import KernelBuilder, storage_type
 from .scalar_ops import Numerics, ScalarLowering
 from .values import Index, ValueEmitter
 
-_LANE_OPS = frozenset({
-    "tsr.add", "tsr.sub", "tsr.mul", "tsr.div", "tsr.maximum", "tsr.minimum", "tsr.neg", "tsr.exp", "tsr.log",
-    "tsr.sqrt", "tsr.rsqrt", "tsr.tanh", "tsr.erf", "tsr.abs", "tsr.reciprocal", "tsr.relu", "tsr.sigmoid",
-    "tsr.silu", "tsr.gelu",
-})
-"""Elementwise f32 ops computed as vector ops. A compare and a select stay lane by lane:
-xDSL's ``arith.cmpf`` and ``arith.select`` take a scalar ``i1`` only."""
+_ARITH_OPS = frozenset({"tsr.add", "tsr.sub", "tsr.mul", "tsr.div", "tsr.maximum", "tsr.minimum", "tsr.neg",
+                        "tsr.relu"})
+"""Elementwise ops computed as vector ops on f32 and f64."""
+_LANE_OPS = _ARITH_OPS | {"tsr.exp", "tsr.log", "tsr.sqrt", "tsr.rsqrt", "tsr.tanh", "tsr.erf", "tsr.abs",
+                          "tsr.reciprocal", "tsr.sigmoid", "tsr.silu", "tsr.gelu"}
+"""Elementwise ops computed as vector ops on f32 (the emitter expands their math for vectors
+of f32; f64's is a libm call). A compare and a select stay lane by lane: xDSL's
+``arith.cmpf`` and ``arith.select`` take a scalar ``i1`` only."""
 
 
 class _LaneScalars(ScalarLowering):
@@ -88,7 +89,7 @@ class LaneValues:
     def _compute(self, v: SSAValue, idx: Index, dim: int | None) -> SSAValue:
         if dim is None:
             return self.sc.splat(self.values.at(v, idx))
-        if isinstance(v, BlockArgument) and v.owner is self.values.body and self._f32(v):
+        if isinstance(v, BlockArgument) and v.owner is self.values.body and self._native(v):
             return self._read(self.values.inputs[v], idx, dim)
         op = v.owner
         if isinstance(op, ELEMENTWISE_OPS) and self._lane_op(op):
@@ -111,7 +112,7 @@ class LaneValues:
         if isinstance(op, tsr.SliceOp) and op.dim.value.data % len(idx) != dim and op.start.value.data >= 0:
             return self.at(op.input, im.slice_(self.kb, idx, op.dim.value.data % len(idx), op.start.value.data,
                                                op.step.value.data), dim)
-        if isinstance(op, tsr.PadOp) and ints(op.low)[dim] == ints(op.high)[dim] == 0 and self._f32(v):
+        if isinstance(op, tsr.PadOp) and ints(op.low)[dim] == ints(op.high)[dim] == 0 and self._native(v):
             return self._pad(op, idx, dim)
         return self._by_lane(v, idx, dim)
 
@@ -124,13 +125,18 @@ class LaneValues:
         fill = self.sc.splat(self.values.sc.convert(self.values.at(op.value, ()), op.value.type, elem_of(op.result.type)))
         return self.kb.select(cond, x, fill)
 
-    def _f32(self, v: SSAValue) -> bool:
+    def _native(self, v: SSAValue) -> bool:
+        """Whether ``v`` is a float computed in its own type (f32, f64)."""
         elem = elem_of(v.type)
-        return isinstance(elem, Float32Type) and self.values.sc.num.compute(elem) == storage_type(elem)
+        return dtypes.is_float(elem) and self.values.sc.num.compute(elem) == storage_type(elem)
 
     def _lane_op(self, op: Operation) -> bool:
-        """Whether elementwise ``op`` is computed as vector ops: an f32 op of f32 operands."""
-        return op.name in _LANE_OPS and all(self._f32(x) for x in (*op.operands, *op.results))
+        """Whether elementwise ``op`` is computed as vector ops: of operands of its result's
+        float type, f32 (:data:`_LANE_OPS`) or f64 (:data:`_ARITH_OPS`)."""
+        elem = elem_of(op.results[0].type)
+        if op.name not in (_LANE_OPS if isinstance(elem, Float32Type) else _ARITH_OPS):
+            return False
+        return all(self._native(x) and elem_of(x.type) == elem for x in (*op.operands, *op.results))
 
     def _elementwise(self, op: Operation, idx: Index, dim: int) -> SSAValue:
         out = shape_of(op.results[0].type)
@@ -146,10 +152,7 @@ class LaneValues:
 
     def _read(self, ref: SSAValue, idx: Index, dim: int) -> SSAValue:
         """One vector read of ``lanes`` elements of kernel argument ``ref`` along ``dim``."""
-        kb, elem = self.kb, ref.type.get_element_type()
-        along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
-        return kb.value(vector.TransferReadOp(ref, idx, kb.const(0.0, elem), VectorType(elem, [self.lanes]),
-                                              ArrayAttr([BoolAttr.from_bool(True)]), along))
+        return self.kb.read_along(ref, idx, dim, VectorType(ref.type.get_element_type(), [self.lanes]))
 
     def _by_lane(self, v: SSAValue, idx: Index, dim: int) -> SSAValue:
         """``v`` computed lane by lane by the scalar emitter, its lanes inserted into a vector."""

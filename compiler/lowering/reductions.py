@@ -214,7 +214,7 @@ class ReductionLoops:
 
             if level < len(groups) - 1 or chains == 1:
                 return list(kb.for_loop(n, accs, inside))
-            width = chains if isinstance(n, int) and chains > 1 and n % chains == 0 and n != chains else 1
+            width = chains if isinstance(n, int) and n % chains == 0 and n != chains else 1
             steps = n // width if isinstance(n, int) else n
             block = _block(steps) if isinstance(steps, int) else steps
 
@@ -224,8 +224,6 @@ class ReductionLoops:
                     base = kb.mul(kb.add(iv, first), width)
                     return [x for j in range(width) for x in inside(kb.add(base, j), a[j * k:(j + 1) * k])]
 
-                if width == 1 and first == 0:
-                    return list(kb.for_loop(count, tuple(inits), inside))
                 parts = kb.for_loop(count, tuple(inits) * width, unrolled)
                 out = list(parts[:k])
                 for j in range(1, width):

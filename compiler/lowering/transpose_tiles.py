@@ -35,9 +35,6 @@ from collections.abc import Sequence
 
 from xdsl.dialects import vector
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
-    ArrayAttr,
-    BoolAttr,
     DenseArrayBase,
     MemRefType,
     VectorType,
@@ -45,10 +42,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
 
 from tessera.dialects import tsr
-from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.ops_elementwise import ELEMENTWISE_OPS
 from tessera.dialects.tsr.shapes import shape_of
 
@@ -116,12 +111,7 @@ class TransposeTiles:
 
     def _read_along_b(self, ref: SSAValue, vec: VectorType, at: dict[int, SSAValue]) -> SSAValue:
         kb = self.kb
-        idx = [at.get(d, kb.index(0)) for d in range(self.rank)]
-        along = AffineMap(self.rank, 0, (AffineExpr.dimension(self.b),))
-        elem = vec.element_type
-        pad = kb.const(0.0 if dtypes.is_float(elem) else 0, elem)  # never read: the reads are in bounds
-        return kb.value(vector.TransferReadOp(ref, idx, pad, vec, ArrayAttr([BoolAttr.from_bool(True)]),
-                                              AffineMapAttr(along)))
+        return kb.read_along(ref, [at.get(d, kb.index(0)) for d in range(self.rank)], self.b, vec)
 
     def _shuffle(self, x: SSAValue, y: SSAValue, mask: list[int], vec: VectorType) -> SSAValue:
         return self.kb.value(vector.ShuffleOp(x, y, DenseArrayBase.from_list(i64, mask), result_type=vec))

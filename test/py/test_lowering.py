@@ -713,3 +713,17 @@ def test_vector_lanes_sum_long_runs_in_blocks():
     got = torch.compile(lambda t: t.sum((0, 2, 3)), backend="tessera", options={"strict": True})(ones)
     want = ones.double().sum((0, 2, 3))
     assert ((got.double() - want).abs() / want).max() < 2e-6
+
+
+def test_vector_lanes_of_f64_read_and_multiply_as_vectors():
+    """f64 summands: reads and arithmetic as vectors of f64; an exp, whose f64 form is a
+    libm call, lane by lane. Each equals the interpreter's."""
+    x, y = T((2, 16, 3, 5), "f64", layout="nhwc"), T((16,), "f64")
+    program = check_lowering(fn(f"%x: {x}, %w: {x}", f"({y}, {y})", f"""
+  %p = tsr.mul %x, %w : ({x}, {x}) -> {x}
+  %e = tsr.exp %x : ({x}) -> {x}
+  %s = tsr.sum %p {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({x}) -> {y}
+  %t = tsr.sum %e {{dims = array<i64: 0, 2, 3>, keepdim = false}} : ({x}) -> {y}""", "%s, %t"), reduce_lanes=16)
+    names = op_names(the_kernel(program))
+    assert names.count("vector.transfer_read") == 2 and names.count("vector.insert") == 15  # the exp's lanes
+    assert "vector<16xf64>" in text_of(the_kernel(program))
