@@ -241,3 +241,33 @@ def test_dynamic_rows_run_as_a_conv_of_every_size():
 
     if host_isa() is not None:
         assert report.conv_kernels == 2, report.summary()
+
+
+def test_dynamic_rows_without_freezing_run_the_gemm_where_the_weight_outweighs_them():
+    """A classifier's linear (1280 -> 1000, its 5 MB weight packed by the kernel itself)
+    at dynamic rows without freezing: one conv for every size, which at 8 rows (a weight
+    160x its output) is the library's GEMM on the plain weight and at 512 rows the
+    kernel; eager's result at both, NaN kept."""
+    from program_capture import programs_run
+
+    from tessera.compiler.targets.x86.conv.sized import SizedConv, _LibraryLaunch
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+    from tessera.runtime.program import Launch
+
+    torch.manual_seed(0)
+    model = nn.Linear(1280, 1000).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for rows in (8, 512, 8):
+            x = torch.randn(rows, 1280)
+            x[rows - 1, 3] = float("nan")
+            programs = programs_run(compiled, x)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4, equal_nan=True)
+            assert compiled(x)[rows - 1].isnan().all() and not compiled(x)[0].isnan().any()
+            if host_isa() is None:
+                continue
+            (conv,) = [s.kernel for p in programs for s in p.steps
+                       if isinstance(s, Launch) and isinstance(s.kernel, SizedConv)]
+            chosen = conv._sized((1, 1280, 1, rows)).kernel
+            assert isinstance(chosen, _LibraryLaunch) == (rows == 8), chosen

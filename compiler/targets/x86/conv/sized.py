@@ -27,6 +27,7 @@ once for every size (``packing.pack_key`` names no size).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -37,6 +38,7 @@ from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
 from tessera.compiler.targets.x86.conv.winograd_spec import WinogradSpec
 from tessera.compiler.weight_cache import PackedWeight
+from tessera.passes.target_models import outweighs
 from tessera.runtime.kernel import Launchable, placements_of
 
 
@@ -60,12 +62,19 @@ SIZES_KEPT = 32
 
 class SizedConv:
     """``conv(x, packed_w, [bias], [residual], out)`` on the kernel of ``x``'s sizes:
-    a program's ``Launch`` (``runtime.kernel.Launchable``)."""
+    a program's ``Launch`` (``runtime.kernel.Launchable``).
+
+    Given a ``library`` call (a kernel that packs its plain weight itself, without
+    freezing), a size whose weight outweighs its output (``target_models.outweighs``,
+    as at static sizes) runs the library instead, on the plain weight: a classifier's
+    1x1 conv of ``addmm-as-conv`` at 8 rows, 1280 -> 1000, is then one GEMM, 0.36 ms,
+    where the kernel packed 5 MB of weight for 8 rows, 0.61 ms (session 39)."""
 
     __name__ = "tessera_conv"
 
-    def __init__(self, spec: ConvSpec):
+    def __init__(self, spec: ConvSpec, library: Callable[..., torch.Tensor] | None = None):
         self.spec = spec
+        self.library = library
         self._kernels: dict[tuple[int, ...], _Sized] = {}
 
     @property
@@ -84,7 +93,10 @@ class SizedConv:
 
     def _load(self, spec: ConvSpec) -> tuple[Launchable, int | None]:
         """The kernel of one size's ``spec`` (a 1x1 conv's pixels in rows: ``rows.rows_spec``),
-        and Winograd's ``m`` (None: the direct kernel)."""
+        or the library's call where its weight outweighs its output, and Winograd's ``m``
+        (None: the direct kernel)."""
+        if self.library is not None and outweighs(math.prod(spec.weight_shape()), math.prod(spec.output_shape())):
+            return _LibraryLaunch(self.library, spec), None
         return load_conv_as(spec, rows_spec(spec)), None
 
     def layout(self, x: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
@@ -121,7 +133,7 @@ class SizedConv:
         return self._sized(tuple(tensors[0].shape)).kernel
 
     def __reduce__(self) -> tuple:
-        return SizedConv, (self.spec,)
+        return SizedConv, (self.spec, self.library)
 
 
 def own_copy(w: torch.Tensor) -> torch.Tensor:
@@ -154,9 +166,8 @@ class SizedWinograd(SizedConv):
 
     def __init__(self, spec: ConvSpec, choose: Callable[[ConvSpec], int | None],
                  library: Callable[..., torch.Tensor] | None = None):
-        super().__init__(spec)
+        super().__init__(spec, library)
         self.choose = choose
-        self.library = library
         self._forms: dict[int | None, Callable[[torch.Tensor], torch.Tensor]] = {}
 
     @property
