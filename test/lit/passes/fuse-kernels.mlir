@@ -113,6 +113,23 @@ func.func @view_chain_from_a_view(%w: tensor<10x12xf32>, %x: tensor<4x12xf32>, %
   func.return %m, %c : tensor<4x10xf32>, tensor<1x10x1x4xf32, #tsr.layout<nhwc>>
 }
 
+// A kernel whose output would be a view (a permute) of what it computes writes the
+// computed value; the permute stays a host view. Its inputs then share its dims, so
+// the NCHW one is read through transpose tiles (a 1x1 conv's backward at dynamic sizes
+// reads BatchNorm's input gradient as reshape(permute(dx)), the reshape on the host).
+// CHECK-LABEL: func.func @kernel_output_viewed_by_a_permute(
+// CHECK-NEXT: %[[D:[^ ]+]] = tsr.fused (%{{[^ ]+}}, %{{[^ ]+}}) : (tensor<?x96x?x?xf32, #tsr.layout<nhwc>>, tensor<?x96x?x?xf32, #tsr.layout<nchw>>) -> tensor<?x96x?x?xf32, #tsr.layout<nhwc>> {
+// CHECK: tsr.yield %{{[^ ]+}} : tensor<?x96x?x?xf32, #tsr.layout<nhwc>>
+// CHECK: %[[P:[^ ]+]] = tsr.permute %[[D]] {dims = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: tsr.reshape %[[P]], %{{[^ ]+}}
+func.func @kernel_output_viewed_by_a_permute(%a: tensor<?x96x?x?xf32, #tsr.layout<nchw>>, %b: tensor<?x96x?x?xf32, #tsr.layout<nhwc>>, %rows: i64, %w: tensor<96x16xf32>) -> tensor<?x16xf32> {
+  %s = tsr.sub %b, %a : (tensor<?x96x?x?xf32, #tsr.layout<nhwc>>, tensor<?x96x?x?xf32, #tsr.layout<nchw>>) -> tensor<?x96x?x?xf32, #tsr.layout<nhwc>>
+  %p = tsr.permute %s {dims = array<i64: 0, 2, 3, 1>} : (tensor<?x96x?x?xf32, #tsr.layout<nhwc>>) -> tensor<?x?x?x96xf32, #tsr.layout<nchw>>
+  %r = tsr.reshape %p, %rows : (tensor<?x?x?x96xf32, #tsr.layout<nchw>>, i64) -> tensor<?x96xf32>
+  %m = tsr.matmul %r, %w : (tensor<?x96xf32>, tensor<96x16xf32>) -> tensor<?x16xf32>
+  func.return %m : tensor<?x16xf32>
+}
+
 // Nothing to fuse: the function is left as it is.
 // CHECK-LABEL: func.func @library_only(
 // CHECK-NEXT: tsr.matmul
