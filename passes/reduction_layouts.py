@@ -111,8 +111,11 @@ def relayouts_saved(moved: set[Operation], dst: tuple[int, ...]) -> int:
 
 class OrientReduction(RewritePattern):
     """A reduction whose result is the same memory in either layout reads its input
-    in the other one where the ops before it then move there and that saves relayouts;
-    each reduction once (the walk that hoists the relayouts never swings it back and forth)."""
+    in the other one where the ops before it then move there and that saves relayouts,
+    or where its input is a relayout from that layout (``cancel-relayouts`` then folds
+    the pair: a training BatchNorm's statistics read the conv's channels-last result
+    itself, not a contiguous copy of it); each reduction once (the walk that hoists
+    the relayouts never swings it back and forth)."""
 
     def __init__(self) -> None:
         self._oriented: set[Operation] = set()
@@ -128,9 +131,11 @@ class OrientReduction(RewritePattern):
         keepdim = bool(op.keepdim.value.data)  # else the result's layout is its own, whatever the input's
         if keepdim and (layout_of(result.type) != src or not same_memory(tuple(shape_of(result.type)), src, dst)):
             return
-        moved = moved_ops(x, op, src, dst)
-        if x.owner not in moved or relayouts_saved(moved, dst) <= 0:
-            return
+        relayouted = isinstance(x.owner, tsr.RelayoutOp) and layout_of(_root(x).type) == dst
+        if not relayouted:
+            moved = moved_ops(x, op, src, dst)
+            if x.owner not in moved or relayouts_saved(moved, dst) <= 0:
+                return
         self._oriented.add(op)
         read = tsr.RelayoutOp.create(operands=[x], result_types=[with_layout(x.type, dst)])
         rewriter.insert(read)

@@ -121,7 +121,10 @@ class Target:
         upsample (polyphase); each conv's layout from the target's cost model; the
         relayouts that makes hoisted toward producers and inputs (cse merges the
         copies that meet), cancelled in pairs, and fused into the kernels that write
-        or read the data; then dead code goes."""
+        or read the data; then dead code goes. Hoisting runs twice: a saved activation
+        (``free-result-layouts``) returned after the relayout hoisting made of it lets
+        that relayout climb further (a training BatchNorm's normalization, to its conv's
+        channels-last result)."""
         halves = self.widened_halves(features)
         return (
             f"cast-constants{{policy={self.half_compute}}}",
@@ -130,6 +133,10 @@ class Target:
             "fold-affine-into-conv" if freezing else "fold-affine-into-conv{per_call=true}",
             "fold-upsample-into-conv",
             f"assign-layouts{{target={self.name}}}",
+            "free-result-layouts",
+            "hoist-relayouts",
+            "cse",
+            "cancel-relayouts",
             "free-result-layouts",
             "hoist-relayouts",
             "cse",

@@ -133,6 +133,21 @@ func.func @pool_of_a_returned_value(%x: tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) 
   func.return %m, %r : tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<1x8x4x4xf32, #tsr.layout<nchw>>
 }
 
+// A training BatchNorm's statistics of a channels-last conv result relayouted to
+// nchw read the conv's result itself: each pooled result is the same memory in
+// either layout, and the relayout they read goes with cancel-relayouts.
+// CHECK-LABEL: func.func @statistics_of_a_relayout(
+// CHECK-SAME: %[[C:[^:]+]]: tensor<2x8x4x4xf32, #tsr.layout<nhwc>>
+// CHECK-DAG: tsr.var %{{[^ ]+}} {{.*}} : (tensor<2x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x1x1xf32, #tsr.layout<nhwc>>
+// CHECK-DAG: tsr.mean %{{[^ ]+}} {{.*}} : (tensor<2x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x1x1xf32, #tsr.layout<nhwc>>
+func.func @statistics_of_a_relayout(%c: tensor<2x8x4x4xf32, #tsr.layout<nhwc>>) -> (tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<2x8x4x4xf32, #tsr.layout<nchw>>) {
+  %r = tsr.relayout %c : (tensor<2x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<2x8x4x4xf32, #tsr.layout<nchw>>
+  %v = tsr.var %r {dims = array<i64: 0, 2, 3>, keepdim = true, correction = 0.0 : f64} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+  %m = tsr.mean %r {dims = array<i64: 0, 2, 3>, keepdim = true} : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x1x1xf32, #tsr.layout<nchw>>
+  %s = tsr.sub %r, %m : (tensor<2x8x4x4xf32, #tsr.layout<nchw>>, tensor<1x8x1x1xf32, #tsr.layout<nchw>>) -> tensor<2x8x4x4xf32, #tsr.layout<nchw>>
+  func.return %v, %m, %s : tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<1x8x1x1xf32, #tsr.layout<nchw>>, tensor<2x8x4x4xf32, #tsr.layout<nchw>>
+}
+
 // A library op (conv) or a reshape does not move a relayout: the conv's
 // layout is the library's, and a reshape changes the dims a layout names.
 // CHECK-LABEL: func.func @stops_at_library_and_reshape(
