@@ -1,4 +1,5 @@
-"""``cancel-relayouts``: folds chains of ``tsr.relayout`` and drops the ones that do nothing.
+"""``cancel-relayouts``: folds chains of ``tsr.relayout`` and drops the ones that do nothing;
+a ``tsr.dim`` reads the sizes of a relayout's input.
 
     %a = tsr.relayout %x : (tensor<1x8x4x4xf32, #tsr.layout<nchw>>) -> tensor<1x8x4x4xf32, #tsr.layout<nhwc>>
     %b = tsr.relayout %a : (tensor<1x8x4x4xf32, #tsr.layout<nhwc>>) -> tensor<1x8x4x4xf32, #tsr.layout<nchw>>
@@ -37,7 +38,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tessera.dialects.tsr import RelayoutOp
+from tessera.dialects.tsr import DimOp, RelayoutOp
 
 
 class FoldRelayoutOfRelayout(RewritePattern):
@@ -63,12 +64,30 @@ class DropIdentityRelayout(RewritePattern):
             rewriter.replace(op, [], [op.input])
 
 
+class DimOfRelayout(RewritePattern):
+    """``tsr.dim(relayout(x), d)`` -> ``tsr.dim(x, d)``: a relayout keeps every size.
+    A graph of symbolic sizes reads sizes (BatchNorm's element count) from whichever
+    tensor it traced them on; read from a relayout, they kept it alive for the size
+    alone, and a saved activation relayouted for the return could not be returned in
+    the layout it was computed in (``free-result-layouts``)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DimOp, rewriter: PatternRewriter) -> None:
+        source = op.input.owner
+        if not isinstance(source, RelayoutOp):
+            return
+        op.operands[0] = source.input
+        rewriter.notify_op_modified(op)
+        if not source.result.uses:
+            rewriter.erase(source)
+
+
 @dataclass(frozen=True)
 class CancelRelayouts(ModulePass):
     name = "cancel-relayouts"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([DropIdentityRelayout(), FoldRelayoutOfRelayout()]),
+            GreedyRewritePatternApplier([DropIdentityRelayout(), FoldRelayoutOfRelayout(), DimOfRelayout()]),
             walk_reverse=False,
         ).rewrite_module(op)
