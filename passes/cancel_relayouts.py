@@ -46,13 +46,18 @@ class FoldRelayoutOfRelayout(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: RelayoutOp, rewriter: PatternRewriter) -> None:
-        inner = op.input.owner
-        if not isinstance(inner, RelayoutOp):
-            return
-        op.operands[0] = inner.input
-        rewriter.notify_op_modified(op)
-        if not inner.result.uses:
-            rewriter.erase(inner)
+        _read_past_relayout(op, rewriter)
+
+
+def _read_past_relayout(op: RelayoutOp | DimOp, rewriter: PatternRewriter) -> None:
+    """Where ``op`` reads a relayout, it reads that relayout's input; the relayout goes when unused."""
+    source = op.input.owner
+    if not isinstance(source, RelayoutOp):
+        return
+    op.operands[0] = source.input
+    rewriter.notify_op_modified(op)
+    if not source.result.uses:
+        rewriter.erase(source)
 
 
 class DropIdentityRelayout(RewritePattern):
@@ -73,13 +78,7 @@ class DimOfRelayout(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: DimOp, rewriter: PatternRewriter) -> None:
-        source = op.input.owner
-        if not isinstance(source, RelayoutOp):
-            return
-        op.operands[0] = source.input
-        rewriter.notify_op_modified(op)
-        if not source.result.uses:
-            rewriter.erase(source)
+        _read_past_relayout(op, rewriter)
 
 
 @dataclass(frozen=True)
