@@ -77,7 +77,7 @@ def assert_same_outputs(before: ModuleOp, after: ModuleOp, atol: float | None = 
                         function: str = "forward", any_layout: Collection[int] = ()) -> list[torch.Tensor]:
     """Both modules give the same outputs on ``inputs`` (random ones from ``seed``
     by default): same dtypes, shapes and layouts (but the outputs ``any_layout``);
-    exact integers and bools, and floats within ``rtol`` (default: :data:`TOLERANCES`)
+    exact integers, bools and sizes, and floats within ``rtol`` (default: :data:`TOLERANCES`)
     and ``atol`` (default: ``rtol`` times the largest magnitude of the output, at least 1)."""
     if inputs is None:
         inputs = random_inputs(before, seed, function)
@@ -86,6 +86,9 @@ def assert_same_outputs(before: ModuleOp, after: ModuleOp, atol: float | None = 
     assert len(got) == len(expected), f"{len(got)} outputs, expected {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
         what = f"output #{i}"
+        if not isinstance(e, torch.Tensor):  # a size (i64)
+            assert g == e, f"{what}: {g} != {e}"
+            continue
         assert (g.dtype, g.shape) == (e.dtype, e.shape), f"{what}: {g.dtype}{list(g.shape)} != {e.dtype}{list(e.shape)}"
         if i not in any_layout:
             assert_same_strides(g, e, what)

@@ -95,11 +95,11 @@ func.func @same_order_other_type(%x: tensor<4x8xf32, #tsr.layout<[0, 1]>>) -> te
 // A size read from a relayout reads the relayout's input: the relayout, used for
 // nothing else, goes.
 // CHECK-LABEL: func.func @dim_of_a_relayout(
-// CHECK-SAME: %[[X:[^:]+]]: tensor<?x8x?x?xf32, #tsr.layout<nhwc>>
+// CHECK-SAME: %[[X:[^:]+]]: tensor<2x8x3x5xf32, #tsr.layout<nhwc>>
 // CHECK-NEXT: %[[D:[^ ]+]] = tsr.dim %[[X]] {dim = 2 : i64}
 // CHECK-NEXT: func.return %[[D]]
-func.func @dim_of_a_relayout(%x: tensor<?x8x?x?xf32, #tsr.layout<nhwc>>) -> i64 {
-  %r = tsr.relayout %x : (tensor<?x8x?x?xf32, #tsr.layout<nhwc>>) -> tensor<?x8x?x?xf32, #tsr.layout<nchw>>
-  %d = tsr.dim %r {dim = 2 : i64} : (tensor<?x8x?x?xf32, #tsr.layout<nchw>>) -> i64
+func.func @dim_of_a_relayout(%x: tensor<2x8x3x5xf32, #tsr.layout<nhwc>>) -> i64 {
+  %r = tsr.relayout %x : (tensor<2x8x3x5xf32, #tsr.layout<nhwc>>) -> tensor<2x8x3x5xf32, #tsr.layout<nchw>>
+  %d = tsr.dim %r {dim = 2 : i64} : (tensor<2x8x3x5xf32, #tsr.layout<nchw>>) -> i64
   func.return %d : i64
 }

@@ -10,8 +10,8 @@
     //     each channel block packed on the kernel's stack (packs_in_kernel)
     // a 1x1 conv at 7x7: Launch(conv2d_avx512_n1_1152to320_1x49_k1x1, (x, pw, y)), its pixels one row (rows.rows_spec)
     // of dynamic sizes: SizedAlloc(y, conv.layout, (x,)), Launch(conv := SizedConv(spec), (x, pw, b, y)) (sized.py)
-    //   packing in the kernel: Launch(SizedConv(spec, OneDnnConv(op)), (x, w, b, y)): the library at sizes
-    //   whose weight outweighs the output (a 1x1 conv: one GEMM)
+    //   a 1x1 conv packing in the kernel: Launch(SizedConv(spec, OneDnnConv(op)), (x, w, b, y)): the
+    //   library's GEMM at sizes whose weight outweighs the output
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
     // tsr.impl = "avx512:winograd" (dynamic sizes): Call(own_copy, (w,), (w2,)), SizedAlloc(y, ...),
     //     Launch(SizedWinograd(spec, winograd_m_at), (x, w2, b, y))   # m per size, each form packed once
@@ -61,6 +61,16 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
         prepare: tuple = ((1, PlainWeight(spec)),)
     else:
         prepare = ((1, weight_packer(spec)),)
-    if not is_static(op.input.type.get_shape()):  # the plain weight: the library at sizes it outweighs
-        return KernelCall(SizedConv(spec, OneDnnConv(op) if spec.packs_weight else None), prepare, sized=True)
+    if not is_static(op.input.type.get_shape()):
+        return KernelCall(SizedConv(spec, OneDnnConv(op) if _gemm_where_weight_bound(spec) else None), prepare,
+                          sized=True)
     return KernelCall(load_conv_as(spec, rows_spec(spec)), prepare)  # a 1x1 conv's pixels in rows of its own
+
+
+def _gemm_where_weight_bound(spec) -> bool:
+    """A 1x1 conv (stride 1, unpadded, one group) whose kernel packs its plain weight: at
+    dynamic sizes, the library's GEMM at the sizes whose weight outweighs the output
+    (``sized.SizedConv``; a classifier's rows). Other convs keep the kernel at every size,
+    as at static sizes, where it beat the library's calls on weight-bound convs."""
+    return (spec.packs_weight and spec.groups == 1 and all(k == 1 for k in spec.kernel)
+            and all(s == 1 for s in spec.dims("stride")) and not any(spec.dims("padding")))

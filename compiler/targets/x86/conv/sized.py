@@ -64,11 +64,12 @@ class SizedConv:
     """``conv(x, packed_w, [bias], [residual], out)`` on the kernel of ``x``'s sizes:
     a program's ``Launch`` (``runtime.kernel.Launchable``).
 
-    Given a ``library`` call (a kernel that packs its plain weight itself, without
-    freezing), a size whose weight outweighs its output (``target_models.outweighs``,
-    as at static sizes) runs the library instead, on the plain weight: a classifier's
-    1x1 conv of ``addmm-as-conv`` at 8 rows, 1280 -> 1000, is then one GEMM, 0.36 ms,
-    where the kernel packed 5 MB of weight for 8 rows, 0.61 ms (session 39)."""
+    Given a ``library`` call (a 1x1 conv whose kernel packs its plain weight itself,
+    without freezing: ``host._gemm_where_weight_bound``), a size whose weight outweighs
+    its output (``target_models.outweighs``) runs the library instead, on the plain
+    weight: a classifier's 1x1 conv of ``addmm-as-conv`` at 8 rows, 1280 -> 1000, is
+    then one GEMM, 0.36 ms, where the kernel packed 5 MB of weight for 8 rows, 0.61 ms
+    (session 39)."""
 
     __name__ = "tessera_conv"
 
