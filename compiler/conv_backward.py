@@ -33,6 +33,7 @@ import math
 
 import torch
 
+from tessera.dialects.conv_sizes import is_one_gemm
 from tessera.passes.target_models import ConvShape
 
 from . import depthwise_backward as depthwise
@@ -64,13 +65,13 @@ def takes(x: torch.Tensor, w: torch.Tensor, stride, padding, dilation, transpose
 
 
 def pointwise_takes(x: torch.Tensor, w: torch.Tensor, stride, padding, transposed, groups) -> bool:
-    """Whether this conv's backward is traced as GEMMs (:func:`pointwise_backward`): a dense,
-    not transposed, stride-1, unpadded 1x1 (1x1x1) float32 conv on a CPU."""
-    if transposed or groups != 1 or x.dim() not in (4, 5) or w.dim() != x.dim() or x.device.type != "cpu":
+    """Whether this conv's backward is traced as GEMMs (:func:`pointwise_backward`): a
+    float32 conv on a CPU, not transposed, that is one GEMM (``conv_sizes.is_one_gemm``)."""
+    if transposed or x.dim() not in (4, 5) or w.dim() != x.dim() or x.device.type != "cpu":
         return False
     if x.dtype != torch.float32 or w.dtype != torch.float32:
         return False
-    return all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in stride) and all(p == 0 for p in padding)
+    return is_one_gemm(w.shape[2:], stride, padding, groups)
 
 
 def pointwise_backward(grad, x, w, output_mask):

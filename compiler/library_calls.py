@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from tessera.dialects.conv_sizes import conv_output_size
+from tessera.dialects.conv_sizes import conv_output_size, is_one_gemm
 from tessera.passes.target_models import outweighs, weight_bound
 
 from .conv_epilogue import ConvEpilogue
@@ -89,8 +89,7 @@ class OneDnnConv:
         self.bound_per_call = not freezing and not is_static(op.result.type.get_shape())
         self.weight_bound = not freezing and not self.bound_per_call and weight_bound(op)
         self.kernel = tuple(op.weight.type.get_shape()[2:])
-        self.pointwise = (self.groups == 1 and all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
-                          and not any(self.padding))
+        self.pointwise = is_one_gemm(self.kernel, self.stride, self.padding, self.groups)
         self.freezing = freezing
         self.weight: Callable[[torch.Tensor], torch.Tensor] | None = (
             None if freezing and not is_static(self.input_size) else self._packer(self.input_size))

@@ -38,6 +38,7 @@ from tessera.compiler.targets.x86.conv.tiling import packs_in_kernel
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
 from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, weight_layout, winograd_choice
 from tessera.dialects import tsr
+from tessera.dialects.conv_sizes import is_one_gemm
 from tessera.dialects.tsr.shapes import is_static
 
 
@@ -72,5 +73,4 @@ def _gemm_where_weight_bound(spec) -> bool:
     dynamic sizes, the library's GEMM at the sizes whose weight outweighs the output
     (``sized.SizedConv``; a classifier's rows). Other convs keep the kernel at every size,
     as at static sizes, where it beat the library's calls on weight-bound convs."""
-    return (spec.packs_weight and spec.groups == 1 and all(k == 1 for k in spec.kernel)
-            and all(s == 1 for s in spec.dims("stride")) and not any(spec.dims("padding")))
+    return spec.packs_weight and is_one_gemm(spec.kernel, spec.dims("stride"), spec.dims("padding"), spec.groups)
