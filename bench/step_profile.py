@@ -47,7 +47,7 @@ def _name(step) -> str:
     if isinstance(step, Launch):
         k = step.kernel  # a Kernel, or several behind one step (runtime.kernel.Launchable)
         return f"launch @{k.name}" + (f" grid={list(k.signature.grid)}" if isinstance(k, Kernel) else "")
-    name = getattr(step.fn, "__name__", "call")
+    name = getattr(step.fn, "__name__", None) or f"call {type(step.fn).__name__}"
     callee = getattr(getattr(step.fn, "fn", None), "callee", None)  # a tsr.aten_call's ATen op
     return f"{name} {callee}" if callee else name
 

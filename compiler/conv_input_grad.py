@@ -24,9 +24,8 @@ sizes, where the op is traced for every conv of its class, it makes the static c
 when run: a size whose weight outweighs ``dx`` gets the library's input gradient, ``dy``
 in the layout of the x86 backward table (ResNet-18's 512->512 3x3 at 2x2, batch 8: 1.9
 ms contiguous against 2.7 on the kernel and 7.2 channels-last), and a 3x3 conv at a size
-where the per-call rule gives Winograd (``conv_backward``'s class at static sizes) runs
-Winograd F(m x m, 3 x 3) on the weight flipped and transposed (one copy, then the
-transform per call).
+where the per-call rule gives Winograd runs Winograd F(m x m, 3 x 3), its weight
+transform reading ``w`` flipped and transposed (``ConvSpec.flipped_weight``: no copy).
 """
 
 from __future__ import annotations
@@ -80,7 +79,7 @@ def _conv_input_grad(dy: torch.Tensor, w: torch.Tensor, padding: list[int], dila
     if winograd is not None:  # traced at symbolic sizes, run at a size with enough tiles
         conv, pack, spec = winograd
         out = torch.empty_strided(spec.output_shape(), spec.output_strides())
-        conv.launch_trusted([in_layout(dy, True), pack(w.detach().flip([2, 3]).transpose(0, 1)), out])
+        conv.launch_trusted([in_layout(dy, True), pack(w.detach().contiguous()), out])
         return in_layout(out, channels_last)
     dy, dy_layout = in_kernel_layout(dy)
     try:
@@ -153,7 +152,7 @@ def _kernel(dy_shape, w_shape, padding, dilation, dy_layout, channels_last, isa,
 def _winograd(dy_shape, w_shape, padding, dilation, isa, threads):
     """Winograd F(m x m, 3 x 3) of the conv ``dy -> dx`` where the per-call rule gives it at these
     sizes (``conv_choice.winograd_m_per_call_at``: enough channels and tiles): the conv, its
-    per-call packer of the flipped, transposed weight, and its spec; else None."""
+    per-call packer of ``w`` (read flipped and transposed), and its spec; else None."""
     from .targets.x86.conv.spec import ConvSpec
     from .targets.x86.conv.winograd import WinogradConv, WinogradPacker
     from .targets.x86.conv.winograd_spec import WinogradSpec, winograd_fits
@@ -162,7 +161,7 @@ def _winograd(dy_shape, w_shape, padding, dilation, isa, threads):
     if len(w_shape) != 4 or w_shape[2:] != (3, 3) or any(d != 1 for d in dilation):
         return None
     spec = ConvSpec(dy_shape[0], w_shape[0], w_shape[1], dy_shape[2:], (3, 3), 1, tuple(2 - p for p in padding),
-                    isa=isa, input_layout="channels_last", output_layout="channels_last")
+                    isa=isa, input_layout="channels_last", output_layout="channels_last", flipped_weight=True)
     m = winograd_m_per_call_at(spec) if winograd_fits(spec) else None
     if m is None:
         return None

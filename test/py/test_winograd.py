@@ -97,6 +97,25 @@ def test_winograd_matches_a_float64_conv(m, batch, cin, cout, size, padding, bia
 
 
 @needs_avx2
+@pytest.mark.parametrize("m", [2, 4])
+def test_winograd_of_a_flipped_weight_is_the_input_gradient(m):
+    """``ConvSpec.flipped_weight``: the transform reads ``w[C_in, C_out, 3, 3]`` flipped and
+    transposed (its taps reversed in ``G (x) G``, each point's matrix packed transposed)."""
+    from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
+
+    torch.manual_seed(0)
+    spec = ConvSpec(2, 40, 24, (9, 11), (3, 3), padding=1, isa=select_conv_isa(), flipped_weight=True)
+    w = torch.randn(40, 24, 3, 3)
+    dy = torch.randn(2, 40, 9, 11).contiguous(memory_format=torch.channels_last)
+    conv = WinogradConv(spec, m)
+    out = torch.empty_strided(spec.output_shape(), spec.output_strides())
+    conv(dy, WinogradPacker(conv.ws)(w), out)
+    want = F.conv2d(dy.double(), w.double().flip([2, 3]).transpose(0, 1), padding=1)
+    err = (out - want).abs().max() / want.abs().max()
+    assert err < (2e-6 if m == 2 else 2e-5), err
+
+
+@needs_avx2
 def test_winograd_checks_then_trusts_and_pickles():
     spec = ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, bias=True, isa=select_conv_isa())
     conv, args, out, want = _run(spec, 4)
@@ -186,14 +205,17 @@ def test_weight_transform_is_g_w_g_transposed():
         assert ((got.double() - want).abs().max() / want.abs().max()).item() < 4 * 2.0 ** -24
 
 
-@pytest.mark.parametrize("channels,tiles,m", [(64, 16, None), (64, 36, 4), (128, 64, 4), (256, 36, 2), (32, 256, None)])
-def test_winograd_per_call_needs_tiles_to_pay_for_its_transform(channels, tiles, m):
+@pytest.mark.parametrize("isa,channels,tiles,m", [
+    ("avx2", 64, 16, None), ("avx2", 64, 36, 4), ("avx2", 128, 64, 4), ("avx2", 256, 36, 2), ("avx2", 32, 256, None),
+    ("avx512", 64, 16, None), ("avx512", 64, 32, None), ("avx512", 32, 32, None), ("avx512", 32, 64, 4),
+    ("avx512", 16, 128, None), ("avx512", 16, 256, 4), ("avx512", 256, 64, 4), ("avx512", 512, 64, 2)])
+def test_winograd_per_call_needs_tiles_to_pay_for_its_transform(isa, channels, tiles, m):
     from tessera.compiler.targets.x86.conv_kernel_model import prefers_winograd_per_call
     from tessera.passes.target_models import ConvShape
 
     shape = ConvShape(spatial=2, dtype="f32", in_channels=channels, out_channels=channels, groups=1,
                       kernel=(3, 3), stride=(1, 1))
-    assert prefers_winograd_per_call(shape, tiles) == m
+    assert prefers_winograd_per_call(shape, tiles, isa) == m
 
 
 @needs_avx2
@@ -301,9 +323,10 @@ def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_size():
 @needs_avx2
 def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_call_without_freezing():
     """``dynamic=True`` without freezing: Winograd at the sizes whose tiles pay for
-    transforming the weight on every call, oneDNN's call below (a weight-bound one on
-    the plain weight), each matching eager; a weight changed through ``.data`` is
-    seen, and the transformed weight is made on every call into the same buffers."""
+    transforming the weight on every call; below, as a static conv of that size: the direct
+    kernel at most 13x13 points, else oneDNN's call (a weight-bound one on the plain weight),
+    each matching eager; a weight changed through ``.data`` is seen, and the transformed
+    weight is made on every call into the same buffers."""
     from tessera.compiler.targets.x86.conv.sized import _LibraryLaunch
 
     torch.manual_seed(0)
@@ -311,7 +334,7 @@ def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_call_without_fr
                                 torch.nn.Conv2d(64, 256, 3, padding=1)).eval()
     with torch.no_grad():
         compiled = torch.compile(model, backend="tessera", dynamic=True)
-        for size, scale in ((24, 1.0), (5, 1.0), (26, -1.5), (6, 1.0), (24, 0.5)):
+        for size, scale in ((32, 1.0), (5, 1.0), (34, -1.5), (6, 1.0), (12, 1.0), (20, 1.0), (32, 0.5)):
             model[2].weight.data.mul_(scale)
             x = torch.randn(1, 64, size, size)
             want = model(x)
@@ -319,12 +342,14 @@ def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_call_without_fr
         convs = _sized_winograd(compiled, x)
         assert len(convs) == 2  # the 64->256 conv's weight (147k elements) no longer sends it to the library
         for conv in convs:
-            assert conv._sized((1, 64, 24, 24)).m == 4 and conv._sized((1, 64, 26, 26)).m == 4  # 36, 49 tiles
-            assert isinstance(conv._sized((1, 64, 5, 5)).kernel, _LibraryLaunch)  # 4 tiles
+            assert conv._sized((1, 64, 32, 32)).m == 4 and conv._sized((1, 64, 34, 34)).m == 4  # 64, 81 tiles
+            assert isinstance(conv._sized((1, 64, 5, 5)).kernel, _LibraryLaunch)  # 4 tiles, weight-bound
+            assert isinstance(conv._sized((1, 64, 20, 20)).kernel, _LibraryLaunch)  # 25 tiles, 400 points
             form = conv._forms[4]
             assert isinstance(form, KeptPack)
             first = [b.data_ptr() for b in form._local.kept.values()]
             compiled(x)
             assert [b.data_ptr() for b in form._local.kept.values()] == first
+        assert not isinstance(convs[0]._sized((1, 64, 12, 12)).kernel, _LibraryLaunch)  # 144 points: the direct kernel
         again = pickle.loads(pickle.dumps(convs[1]))
         assert again._forms == {} and again._sized((1, 64, 5, 5)).m is None

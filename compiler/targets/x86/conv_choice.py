@@ -24,6 +24,8 @@ IR tools run the passes without it.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -133,13 +135,28 @@ def winograd_m_per_call_at(spec: ConvSpec) -> int | None:
         >>> winograd_m_per_call_at(ConvSpec(1, 64, 64, (14, 14), (3, 3), padding=1, isa="avx2")) is None
         True
     """
-    return prefers_winograd_per_call(_shape(spec), spec.batch * WinogradSpec(spec, 4).tiles)
+    return prefers_winograd_per_call(_shape(spec), spec.batch * WinogradSpec(spec, 4).tiles, spec.isa)
 
 
 def winograd_choice(freezing: bool) -> Callable[[ConvSpec], int | None]:
     """How Winograd's ``m`` is chosen at a conv's sizes (of dynamic sizes: at each
     size it runs at, ``conv/sized.py``): weights transformed once under ``freezing``, else per call."""
     return winograd_m_at if freezing else winograd_m_per_call_at
+
+
+def direct_at(spec: ConvSpec) -> bool:
+    """Whether a conv of dynamic sizes runs on the direct kernel at ``spec``'s sizes where
+    Winograd leaves them and its weight is packed per call (``conv/sized.py``): the model's
+    class at that size's output points, as a static conv's (3x3 stride 1 at most 13x13
+    points: the direct kernel; larger: the library's call).
+
+        >>> direct_at(ConvSpec(8, 64, 64, (8, 8), (3, 3), padding=1, isa="avx512"))
+        True
+        >>> direct_at(ConvSpec(8, 64, 64, (24, 24), (3, 3), padding=1, isa="avx512"))
+        False
+    """
+    shape = dataclasses.replace(_shape(spec), points=math.prod(spec.output_size))
+    return prefers_tessera("x86", shape, spec.input_layout, spec.output_layout)
 
 
 def _shape(spec: ConvSpec) -> ConvShape:
@@ -167,7 +184,7 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
         return None
     if not is_static(op.input.type.get_shape()):  # Winograd at some size: the model at unbounded tiles
         shape = _shape(spec)
-        some = prefers_winograd(shape, ANY_TILES, isa) if freezing else prefers_winograd_per_call(shape, ANY_TILES)
+        some = prefers_winograd(shape, ANY_TILES, isa) if freezing else prefers_winograd_per_call(shape, ANY_TILES, isa)
         return None if some is None else PER_SIZE
     return winograd_choice(freezing)(spec)
 

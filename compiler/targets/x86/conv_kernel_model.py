@@ -126,22 +126,37 @@ def prefers_winograd(conv: ConvShape, tiles: int, isa: str) -> int | None:
     return next((m for least, m in WINOGRAD_TILES.get(isa, ()) if tiles >= least), None)
 
 
-WINOGRAD_PER_CALL_TILES = 36
-"""Least 4x4 output tiles over the batch for Winograd where the weight is transformed and packed
-on every call (:func:`prefers_winograd_per_call`)."""
-WINOGRAD_PER_CALL_MIN_CHANNELS = 64
-"""Fewest input and output channels for Winograd with the weight transformed per call: at
-32->32 (batch 8, 16x16, an input gradient) it took 1.11x oneDNN's time, at 64->64 0.83x."""
-WINOGRAD_PER_CALL_F4_WEIGHT = 128 * 128
-"""Most ``C_in * C_out`` for F(4x4) per call: its 36 transformed matrices cost more to make and pack than F(2x2)'s 16."""
+WINOGRAD_PER_CALL: dict[str, tuple[tuple[int, int, int | None, int], ...]] = {
+    "avx512": ((64, 32, 256 * 256, 4), (256, 16, 256 * 256, 4), (64, 64, None, 2)),
+    "avx2": ((36, 64, 128 * 128, 4), (36, 64, None, 2)),
+}
+"""Per vector path, ``(least 4x4 output tiles over the batch, least channels in and out, most
+``C_in * C_out`` or None, m)``, tried in order (:func:`prefers_winograd_per_call`)."""
 
 
-def prefers_winograd_per_call(conv: ConvShape, tiles: int) -> int | None:
+def prefers_winograd_per_call(conv: ConvShape, tiles: int, isa: str) -> int | None:
     """:func:`prefers_winograd` where the weight is not frozen (training; inference as
     ``torch.compile`` runs it by default): the transform and packing run on every call
-    (64->64 F(4x4): 0.23 ms). ``bench``-style A/B, AMD EPYC Zen 3 (AVX2), 1 thread,
-    channels-last, the transform and pack included, best over oneDNN's call (which
+    (64->64 F(4x4): 0.14 ms, 512->512: 47 ms, so F(2x2) there).
+
+    AVX-512, AMD EPYC Zen 4, 1 thread, channels-last, bias, batch 1 and 8, the
+    transform included, interleaved (``BENCHMARKS.md`` session 40); speedup over the
+    faster of tessera's direct kernel with its weight packed and oneDNN's call (which
     reorders its weight per call too)::
+
+        conv, 4x4 tiles:        4      16     32     64    128    256    512
+        16->16    F(4x4) ... 0.21   0.34   0.45   0.72   0.95   1.26   1.38
+        32->32    F(4x4) ... 0.25   0.56   0.65   1.24   1.50   1.82   1.66
+        64->64    F(4x4) ... 0.31   0.77   1.05   1.61   1.65   1.64   1.58
+                  F(2x2) ... 0.57   0.95   1.18   1.23   1.26   1.16   1.09
+        128->128  F(4x4) ... 0.33   0.83   1.01   1.31   1.77   1.91   2.11
+                  F(2x2) ... 0.65   1.05   1.21   1.30   1.34   1.24   1.25
+        256->256  F(4x4) ... 0.33   0.79   1.09   1.40   1.92   1.75
+                  F(2x2) ... 0.65   1.06   1.28   1.29   1.36   1.27
+        512->512  F(4x4) ... 0.09   0.23   0.35   0.68
+                  F(2x2) ... 0.51   0.90   1.12   1.27
+
+    On AVX2 alone (AMD EPYC Zen 3, session 27; time over oneDNN's, so below 1 is faster)::
 
         conv, output           4x4 tiles   oneDNN ms   F(4x4)    F(2x2)
         64->64, 16x16 .............. 16 ..... 0.49 ... 1.38x ... 1.44x   (the direct kernel: 0.82x)
@@ -150,13 +165,16 @@ def prefers_winograd_per_call(conv: ConvShape, tiles: int) -> int | None:
         128->128, 24x24 ............ 36 ..... 3.49 ... 0.77x ... 0.66x
         128->128, batch 8, 16x16 .. 128 .... 12.37 ... 0.58x ... 0.73x
         256->256, 24x24 ............ 36 .... 11.62 ... 1.36x ... 0.83x
-        256->256, 48x48 ........... 144 .... 40.91 ... 0.69x ... 0.70x
         512->512, 32x32 ............ 64 .... 74.92 ... 1.19x ... 0.69x
 
-    (time over oneDNN's; runs of one process differ by up to 50%, ratios less)."""
-    if min(conv.in_channels, conv.out_channels) < WINOGRAD_PER_CALL_MIN_CHANNELS or tiles < WINOGRAD_PER_CALL_TILES:
-        return None
-    return 4 if conv.in_channels * conv.out_channels <= WINOGRAD_PER_CALL_F4_WEIGHT else 2
+    32->32 (batch 8, 16x16, an input gradient) took 1.11x oneDNN's time there.
+    An Intel Xeon's AVX-512 (two 512-bit FMA ports) has not been measured: its direct
+    kernel is faster against the memory-bound transforms."""
+    for least_tiles, least_channels, most_weight, m in WINOGRAD_PER_CALL.get(isa, ()):
+        if (tiles >= least_tiles and min(conv.in_channels, conv.out_channels) >= least_channels
+                and (most_weight is None or conv.in_channels * conv.out_channels <= most_weight)):
+            return m
+    return None
 
 
 CHANNELWISE_GROUPS_SPEEDUP = 3.14

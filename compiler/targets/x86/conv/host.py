@@ -36,7 +36,14 @@ from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.sized import SizedConv, SizedWinograd, own_copy
 from tessera.compiler.targets.x86.conv.tiling import packs_in_kernel
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
-from tessera.compiler.targets.x86.conv_choice import PER_SIZE, conv_spec, split_impl, weight_layout, winograd_choice
+from tessera.compiler.targets.x86.conv_choice import (
+    PER_SIZE,
+    conv_spec,
+    direct_at,
+    split_impl,
+    weight_layout,
+    winograd_choice,
+)
 from tessera.dialects import tsr
 from tessera.dialects.conv_sizes import is_one_gemm
 from tessera.dialects.tsr.shapes import is_static
@@ -53,7 +60,7 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
     if m == PER_SIZE and freezing:
         return KernelCall(SizedWinograd(spec, winograd_choice(True)), ((1, own_copy),), sized=True)
     if m == PER_SIZE:  # packs on every call itself (the library at sizes it leaves reads the plain weight)
-        return KernelCall(SizedWinograd(spec, winograd_choice(False), OneDnnConv(op)), sized=True)
+        return KernelCall(SizedWinograd(spec, winograd_choice(False), OneDnnConv(op), direct_at), sized=True)
     if m is not None:
         conv = WinogradConv(spec, m)
         return KernelCall(conv, ((1, WinogradPacker(conv.ws)),))

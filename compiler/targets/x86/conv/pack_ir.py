@@ -75,10 +75,14 @@ def weight_source(b: ir.IRBuilder, spec: ConvSpec, row: ir.Value, ci: ir.Value, 
                   ) -> tuple[ir.Value, int]:
     """Where the plain weight holds ``W[row, ci, tap]`` and how far apart output channels
     ``row, row + 1, ...`` are (``gather_block``'s ``first`` and ``step``): ``cin_g * taps``
-    in a contiguous weight; ``taps`` in a ``flipped_weight`` (``w[ci, row, K-1-tap]``)."""
+    in a contiguous weight; ``taps`` in a ``flipped_weight`` (``w[ci, row, K-1-tap]``; of
+    group ``g``, ``w[g * cin_g + ci, row - g * cout_g, K-1-tap]``)."""
     taps = spec.kernel_volume
     if spec.flipped_weight:
-        return b.add(b.mul(b.add(b.mul(ci, i64(spec.out_channels)), row), i64(taps)), b.sub(i64(taps - 1), tap)), taps
+        at = b.add(b.mul(ci, i64(spec.cout_g)), row)
+        if spec.groups > 1:  # + g * cout_g * (cin_g - 1), g = row // cout_g
+            at = b.add(at, b.mul(b.udiv(row, i64(spec.cout_g)), i64(spec.cout_g * (spec.cin_g - 1))))
+        return b.add(b.mul(at, i64(taps)), b.sub(i64(taps - 1), tap)), taps
     return b.add(b.mul(b.add(b.mul(row, i64(spec.cin_g)), ci), i64(taps)), tap), spec.cin_g * taps
 
 

@@ -73,8 +73,10 @@ def pack_weight(w: torch.Tensor, spec: ConvSpec) -> PackedConvWeight:
     """Packs ``w`` for ``spec``'s kernel (see the module docstring)."""
     check_weight(w, spec)
     til = choose_tiling(spec)
-    if spec.flipped_weight:  # the logical weight: W[o, i, t] = w[i, o, K-1-t]
-        w = w.detach().transpose(0, 1).flip(list(range(2, w.dim())))
+    if spec.flipped_weight:  # the logical weight: W[o, i, t] = w[i, o, K-1-t], group by group
+        g, kernel = spec.groups, tuple(w.shape[2:])
+        w = (w.detach().reshape(g, spec.cin_g, spec.cout_g, *kernel).transpose(1, 2).flip(list(range(3, w.dim() + 1)))
+             .reshape(spec.out_channels, spec.cin_g, *kernel))
     w5 = w.detach().reshape(spec.out_channels, spec.cin_g, *spec.as3d("kernel"))
     if til.channelwise:
         k, c = til.group_width, torch.arange(spec.out_channels)

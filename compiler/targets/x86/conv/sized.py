@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from tessera.compiler.targets.x86.conv.api import load_conv_as, weight_packer
+from tessera.compiler.targets.x86.conv.kept import KeptPack
 from tessera.compiler.targets.x86.conv.rows import rows_spec
 from tessera.compiler.targets.x86.conv.spec import ConvSpec
 from tessera.compiler.targets.x86.conv.winograd import WinogradConv, WinogradPacker
@@ -154,10 +155,11 @@ class SizedWinograd(SizedConv):
         conv(x_56x56, w, y)      # F(4x4): w transformed and packed for the GEMM, once
         conv(x_7x7, w, y2)       # too few tiles (AVX-512): the direct kernel, w packed for it, once
 
-        conv = SizedWinograd(spec, winograd_m_per_call_at, OneDnnConv(op))   # without freezing
+        conv = SizedWinograd(spec, winograd_m_per_call_at, OneDnnConv(op), direct_at)   # without freezing
         conv(x_56x56, w, y)      # F(4x4): w transformed and packed on every call, into kept buffers
-        conv(x_7x7, w, y2)       # oneDNN's call on the plain weight (as a static conv of that class),
-                                 # its result copied into y2 (few tiles: a small output)
+        conv(x_7x7, w, y2)       # as a static conv of that size: the direct kernel where
+                                 # ``direct(spec)`` (at most 13x13 points), w packed per call,
+                                 # else oneDNN's call on the plain weight, its result copied into y2
 
     Under freezing (no ``library``) each form of the weight is made the first time a
     size needs it, then kept per weight version (``weight_cache.PackedWeight``; ``w``
@@ -166,9 +168,12 @@ class SizedWinograd(SizedConv):
     (``kept.KeptPack``), as a static conv's."""
 
     def __init__(self, spec: ConvSpec, choose: Callable[[ConvSpec], int | None],
-                 library: Callable[..., torch.Tensor] | None = None):
+                 library: Callable[..., torch.Tensor] | None = None, direct: Callable[[ConvSpec], bool] | None = None):
         super().__init__(spec, library)
         self.choose = choose
+        self.direct = direct
+        """With a ``library``: whether a size Winograd leaves runs on the direct kernel
+        (``conv_choice.direct_at``: the static model's class at that size), else the library's call."""
         self._forms: dict[int | None, Callable[[torch.Tensor], torch.Tensor]] = {}
 
     @property
@@ -179,28 +184,30 @@ class SizedWinograd(SizedConv):
         m = self.choose(spec)
         if m is not None:
             return WinogradConv(spec, m), m
-        return super()._load(spec) if self.library is None else (_LibraryLaunch(self.library, spec), None)
+        if self.library is None or (self.direct is not None and self.direct(spec)):
+            return super()._load(spec)
+        return _LibraryLaunch(self.library, spec), None
 
     def packed(self, m: int | None, w: torch.Tensor) -> torch.Tensor:
-        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's, or plain for
-        the library), made once per weight version under freezing, else on every call."""
-        if m is None and self.library is not None:
-            return w
+        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's), made once per
+        weight version under freezing, else on every call."""
         form = self._forms.get(m)
         if form is None:
             packer = weight_packer(self.spec) if m is None else WinogradPacker(WinogradSpec(self.spec, m))
-            form = self._forms[m] = PackedWeight(packer, freezing=True) if self.library is None else packer.per_call()
+            form = self._forms[m] = PackedWeight(packer, freezing=True) if self.library is None else KeptPack(packer)
         return form(w)
 
     def _args(self, found: _Sized, tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         x, w, *rest = tensors
+        if isinstance(found.kernel, _LibraryLaunch):  # the library reads the plain weight
+            return tuple(tensors)
         return (x, self.packed(found.m, w), *rest)
 
     def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
         return _WithForm(self, self._sized(tuple(tensors[0].shape)))
 
     def __reduce__(self) -> tuple:
-        return SizedWinograd, (self.spec, self.choose, self.library)
+        return SizedWinograd, (self.spec, self.choose, self.library, self.direct)
 
 
 class _LibraryLaunch:

@@ -80,9 +80,11 @@ class ConvSpec:
     ``dhwio``, output channels innermost (GPT-2's ``Conv1D`` weight ``[K, N]`` as a 1x1 conv's)."""
     flipped_weight: bool = False
     """The weight given is that of the conv whose input gradient this conv computes
-    (stride 1, one group): ``w`` of ``[C_in, C_out, k...]`` (this conv's channels swapped),
+    (stride 1): ``w`` of ``[C_in, C_out, k...]`` (this conv's channels swapped),
     contiguous, read flipped and transposed as it is packed: ``W[o, i, t] = w[i, o, K-1-t]``
-    (``conv_input_grad.py``). No flip or transpose is ever written out."""
+    (``conv_input_grad.py``). No flip or transpose is ever written out. Of several
+    groups, each group's channels are swapped: ``w`` of ``[C_in, C_out/groups, k...]``
+    (the Winograd GEMM of such a conv, one group per point: ``winograd.transform_weight``)."""
 
     def __post_init__(self) -> None:
         for name in ("batch", "in_channels", "out_channels", "groups"):
@@ -119,8 +121,8 @@ class ConvSpec:
         if self.weight_layout not in WEIGHT_LAYOUTS or (self.weight_layout != "contiguous" and not self.packs_weight):
             raise InvalidConvSpec(f"conv kernel weight_layout must be one of {', '.join(WEIGHT_LAYOUTS)}, and other "
                                   f"than contiguous only where the kernel packs its weight; got {self.weight_layout!r}")
-        if self.flipped_weight and (self.groups != 1 or self.weight_layout != "contiguous"):
-            raise InvalidConvSpec("a flipped weight is a dense conv's plain contiguous weight (groups=1)")
+        if self.flipped_weight and self.weight_layout != "contiguous":
+            raise InvalidConvSpec("a flipped weight is a plain contiguous weight")
         for i, (s, k, p, d) in enumerate(zip(self.input_size, self.kernel, self.dims("padding"), self.dims("dilation"))):
             if s + 2 * p < d * (k - 1) + 1:
                 raise InvalidConvSpec(f"conv kernel window {d * (k - 1) + 1} is larger than the padded input "
@@ -210,8 +212,8 @@ class ConvSpec:
 
     def plain_weight_shape(self) -> tuple[int, ...]:
         """The shape of the plain weight a packing reads: :meth:`weight_shape`, its
-        channels swapped where the weight is ``flipped_weight``."""
-        return (self.in_channels, self.out_channels, *self.kernel) if self.flipped_weight else self.weight_shape()
+        each group's channels swapped where the weight is ``flipped_weight``."""
+        return (self.in_channels, self.cout_g, *self.kernel) if self.flipped_weight else self.weight_shape()
 
     def plain_weight_strides(self) -> tuple[int, ...]:
         if self.flipped_weight:

@@ -100,9 +100,10 @@ def row_tiles(spec: ConvSpec, mr_max: int) -> tuple[int, tuple[WTile, ...]]:
 def channelwise_width(spec: ConvSpec, lanes: int) -> int | None:
     """The channels of a group when ``spec`` runs channelwise on ``lanes``-wide vectors: a
     depthwise conv (1), or groups of ``k`` channels in and out, at least two groups a vector
-    (``k`` dividing ``lanes``), read and written channels-last, the weight packed apart."""
+    (``k`` dividing ``lanes``), read and written channels-last, the weight packed apart
+    (not ``flipped_weight``: that is packed by channel blocks)."""
     k = spec.cin_g
-    if spec.groups == 1 or spec.cout_g != k or lanes % k or 2 * k > lanes:
+    if spec.groups == 1 or spec.flipped_weight or spec.cout_g != k or lanes % k or 2 * k > lanes:
         return None
     if k > 1 and (spec.packs_weight or (spec.input_layout, spec.output_layout) != ("channels_last",) * 2):
         return None

@@ -16,6 +16,7 @@ weight transform is one float32 GEMM (:func:`transform_weight`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import threading
@@ -37,11 +38,13 @@ from tessera.runtime.kernel import Kernel
 
 
 @functools.cache
-def _weight_transform(m: int) -> torch.Tensor:
-    """``G (x) G``, ``[a*a, 9]`` in float32: row ``i*a + j`` of ``U = G w G^T`` is ``w``'s 9 taps weighed by it."""
+def _weight_transform(m: int, flipped: bool = False) -> torch.Tensor:
+    """``G (x) G``, ``[a*a, 9]`` in float32: row ``i*a + j`` of ``U = G w G^T`` is ``w``'s 9 taps weighed by it;
+    ``flipped``: its columns reversed, for taps read ``K-1-t`` (``ConvSpec.flipped_weight``)."""
     _, g, _ = TRANSFORMS[m]
     gm = torch.tensor([[float(x) for x in row] for row in g], dtype=torch.float64)
-    return torch.kron(gm, gm).to(torch.float32)
+    t = torch.kron(gm, gm)
+    return (t.flip(1) if flipped else t).to(torch.float32).contiguous()
 
 
 def transform_weight(w: torch.Tensor, ws: WinogradSpec, into: Kept | None = None) -> torch.Tensor:
@@ -51,10 +54,11 @@ def transform_weight(w: torch.Tensor, ws: WinogradSpec, into: Kept | None = None
     enough to run on every call where the weight is not frozen (256->256: 3 ms, 30x a float64 einsum).
     ``into``: its buffer, kept between calls (``kept.KeptPack``)."""
     c = ws.conv
-    taps = w.detach().reshape(c.out_channels * c.in_channels, 9)
-    u = kept_buffer(into, "transformed", (ws.points, c.out_channels * c.in_channels))
-    torch.mm(_weight_transform(ws.m), taps.t(), out=u)
-    return u.view(ws.points * c.out_channels, c.in_channels, 1, 1)
+    rows, cols = c.plain_weight_shape()[:2]  # [C_in, C_out] of a flipped weight: U's groups read transposed
+    taps = w.detach().reshape(rows * cols, 9)
+    u = kept_buffer(into, "transformed", (ws.points, rows * cols))
+    torch.mm(_weight_transform(ws.m, c.flipped_weight), taps.t(), out=u)
+    return u.view(ws.points * rows, cols, 1, 1)
 
 
 class WinogradPacker:
@@ -62,7 +66,7 @@ class WinogradPacker:
 
     def __init__(self, ws: WinogradSpec):
         self.ws = ws
-        self._pack = weight_packer(ws.gemm)
+        self._pack = weight_packer(dataclasses.replace(ws.gemm, flipped_weight=ws.conv.flipped_weight))
 
     def __call__(self, w: torch.Tensor, into: Kept | None = None) -> torch.Tensor:
         return self._pack(transform_weight(w, self.ws, into), into)
