@@ -207,8 +207,9 @@ def test_weight_transform_is_g_w_g_transposed():
 
 @pytest.mark.parametrize("isa,channels,tiles,m", [
     ("avx2", 64, 16, None), ("avx2", 64, 36, 4), ("avx2", 128, 64, 4), ("avx2", 256, 36, 2), ("avx2", 32, 256, None),
-    ("avx512", 64, 16, None), ("avx512", 64, 32, None), ("avx512", 32, 32, None), ("avx512", 32, 64, 4),
-    ("avx512", 16, 128, None), ("avx512", 16, 256, 4), ("avx512", 256, 64, 4), ("avx512", 512, 64, 2)])
+    ("avx512", 64, 16, None), ("avx512", 64, 32, None), ("avx512", 64, 36, 4), ("avx512", 32, 36, None),
+    ("avx512", 32, 64, 4), ("avx512", 16, 128, None), ("avx512", 16, 256, 4), ("avx512", 256, 36, 4),
+    ("avx512", 512, 36, 2)])
 def test_winograd_per_call_needs_tiles_to_pay_for_its_transform(isa, channels, tiles, m):
     from tessera.compiler.targets.x86.conv_kernel_model import prefers_winograd_per_call
     from tessera.passes.target_models import ConvShape

@@ -127,7 +127,7 @@ def prefers_winograd(conv: ConvShape, tiles: int, isa: str) -> int | None:
 
 
 WINOGRAD_PER_CALL: dict[str, tuple[tuple[int, int, int | None, int], ...]] = {
-    "avx512": ((64, 32, 256 * 256, 4), (256, 16, 256 * 256, 4), (64, 64, None, 2)),
+    "avx512": ((36, 64, 256 * 256, 4), (64, 32, 256 * 256, 4), (256, 16, 256 * 256, 4), (36, 64, None, 2)),
     "avx2": ((36, 64, 128 * 128, 4), (36, 64, None, 2)),
 }
 """Per vector path, ``(least 4x4 output tiles over the batch, least channels in and out, most
@@ -137,24 +137,30 @@ WINOGRAD_PER_CALL: dict[str, tuple[tuple[int, int, int | None, int], ...]] = {
 def prefers_winograd_per_call(conv: ConvShape, tiles: int, isa: str) -> int | None:
     """:func:`prefers_winograd` where the weight is not frozen (training; inference as
     ``torch.compile`` runs it by default): the transform and packing run on every call
-    (64->64 F(4x4): 0.14 ms, 512->512: 47 ms, so F(2x2) there).
+    (64->64 F(4x4): 0.14 ms, into buffers kept between calls, ``conv/kept.py``).
 
-    AVX-512, AMD EPYC Zen 4, 1 thread, channels-last, bias, batch 1 and 8, the
-    transform included, interleaved (``BENCHMARKS.md`` session 40); speedup over the
-    faster of tessera's direct kernel with its weight packed and oneDNN's call (which
-    reorders its weight per call too)::
+    AVX-512, AMD EPYC Zen 4, 1 thread, channels-last, bias, batch 1 to 8, the
+    transform and pack included, into kept buffers as the program runs them,
+    interleaved (``BENCHMARKS.md`` session 40); speedup over the faster of tessera's
+    direct kernel with its weight packed per call and oneDNN's call (which reorders
+    its weight per call too)::
 
-        conv, 4x4 tiles:        4      16     32     64    128    256    512
-        16->16    F(4x4) ... 0.21   0.34   0.45   0.72   0.95   1.26   1.38
-        32->32    F(4x4) ... 0.25   0.56   0.65   1.24   1.50   1.82   1.66
-        64->64    F(4x4) ... 0.31   0.77   1.05   1.61   1.65   1.64   1.58
-                  F(2x2) ... 0.57   0.95   1.18   1.23   1.26   1.16   1.09
-        128->128  F(4x4) ... 0.33   0.83   1.01   1.31   1.77   1.91   2.11
-                  F(2x2) ... 0.65   1.05   1.21   1.30   1.34   1.24   1.25
-        256->256  F(4x4) ... 0.33   0.79   1.09   1.40   1.92   1.75
-                  F(2x2) ... 0.65   1.06   1.28   1.29   1.36   1.27
-        512->512  F(4x4) ... 0.09   0.23   0.35   0.68
-                  F(2x2) ... 0.51   0.90   1.12   1.27
+        conv, 4x4 tiles:        4     16     32     36     49     64    128    256
+        16->16    F(4x4) ... 0.20   0.35   0.46                 0.76   0.91   1.23
+        32->32    F(4x4) ... 0.25   0.58   0.80                 1.27   1.37   1.04
+        64->64    F(4x4) ... 0.30   0.68   1.02   1.21   1.33   1.55   1.89   1.59
+                  F(2x2) ... 0.50   0.91   1.16   1.16   1.15   1.19   1.31   1.03
+        128->128  F(4x4) ... 0.29   0.66   0.90   1.27   1.32   1.19   1.62   1.64
+                  F(2x2) ... 0.54   0.91   1.08   1.16   1.22   0.91   1.05   0.93
+        256->256  F(4x4) ... 0.26   0.62   0.86   1.10   1.22   1.33   1.85   1.92
+                  F(2x2) ... 0.59   1.03   1.24   1.20   1.20   1.27   1.34   1.27
+        512->512  F(4x4) ... 0.25   0.62   0.78   1.03   1.20   1.33
+                  F(2x2) ... 0.51   0.90   1.12   1.15   1.23   1.27
+
+    (runs of one process differ by up to 30%; a benchmark whose packs allocate new
+    tensors instead measures page faults: 512->512 F(4x4) 51 ms against 19.) F(2x2) at
+    32 tiles measured 1.1-1.2x alone and nothing inside a training step (the SD-style
+    decoder's 64->64 convs at 8x8, batch 8), so it is left out.
 
     On AVX2 alone (AMD EPYC Zen 3, session 27; time over oneDNN's, so below 1 is faster)::
 
