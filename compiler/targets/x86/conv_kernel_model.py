@@ -141,7 +141,7 @@ def prefers_winograd_per_call(conv: ConvShape, tiles: int, isa: str) -> int | No
 
     AVX-512, AMD EPYC Zen 4, 1 thread, channels-last, bias, batch 1 to 8, the
     transform and pack included, into kept buffers as the program runs them,
-    interleaved (``BENCHMARKS.md`` session 40); speedup over the faster of tessera's
+    interleaved (``bench/winograd_per_call.py``, session 40); speedup over the faster of tessera's
     direct kernel with its weight packed per call and oneDNN's call (which reorders
     its weight per call too)::
 
