@@ -114,7 +114,9 @@ class WinogradConv:
         if not can_run_conv(spec.isa):
             raise ConvIsaUnavailable(f"this CPU cannot run the conv path {spec.isa!r}")
         self.ws = ws = WinogradSpec(spec, m)
-        self.kernels = (_load(WINOGRAD_INPUT, ws), load_conv(ws.gemm), _load(WINOGRAD_OUTPUT, ws))
+        # the transforms never read the weight: one build for a conv and an input gradient of its sizes
+        same = WinogradSpec(dataclasses.replace(spec, flipped_weight=False), m) if spec.flipped_weight else ws
+        self.kernels = (_load(WINOGRAD_INPUT, same), load_conv(ws.gemm), _load(WINOGRAD_OUTPUT, same))
         self._views_of: tuple[torch.Tensor, ...] | None = None
         """The scratch blocks ``V`` and ``M`` last came from, and the views of them (``_views``)."""
 
