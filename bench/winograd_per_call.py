@@ -11,7 +11,9 @@ and Winograd F(4x4) and F(2x2) with the transform and pack. Packs write into buf
 between calls (``conv/kept.py``), as the host program's do: packing into new tensors
 measures page faults instead (512->512 F(4x4): 51 ms against 19, session 40). Prints
 Winograd's speedup over the faster of the other two, the data behind
-``conv_kernel_model.WINOGRAD_PER_CALL``. Timing is never a test.
+``conv_kernel_model.WINOGRAD_PER_CALL``, and each candidate's largest error against a
+float64 conv relative to the output's scale (a candidate that computes something else is
+reported, not timed as if it were the conv). Timing is never a test.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
 from tessera.compiler.targets.x86.conv import ConvSpec, select_conv_isa
 from tessera.compiler.targets.x86.conv.api import load_conv, weight_packer
@@ -46,23 +49,34 @@ def _medians(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float
     return {k: statistics.median(v) * 1e3 for k, v in times.items()}
 
 
-def candidates(spec: ConvSpec) -> dict[str, Callable[[], object]]:
+def candidates(spec: ConvSpec) -> tuple[dict[str, Callable[[], object]], dict[str, float]]:
+    """The timed calls, and each one's error against float64 (:func:`_error`)."""
     torch.manual_seed(0)
     w, b = torch.randn(spec.out_channels, spec.in_channels, 3, 3), torch.randn(spec.out_channels)
     x = torch.randn(spec.input_shape()).contiguous(memory_format=torch.channels_last)
+    want = F.conv2d(x.double(), w.double(), b.double(), padding=1)
     out = torch.empty_strided(spec.output_shape(), spec.output_strides())
     kernel, pack = load_conv(spec), weight_packer(spec).per_call()
     kernel(x, pack(w), b, out)  # checked once, then trusted as a program's launches are
+    errors = {"direct": _error(out, want)}
     fns: dict[str, Callable[[], object]] = {
         "direct": lambda: kernel.launch_trusted([x, pack(w), b, out]),
         "onednn": lambda: torch.ops.mkldnn._convolution_pointwise(x, w, b, [1, 1], [1, 1], [1, 1], 1, "none", [], ""),
     }
+    errors["onednn"] = _error(fns["onednn"](), want)
     for m in (4, 2):
         conv = WinogradConv(spec, m)
         transform = WinogradPacker(conv.ws).per_call()
         conv(x, transform(w), b, out)
+        errors[f"F{m}"] = _error(out, want)
         fns[f"F{m}"] = lambda c=conv, t=transform: c.launch_trusted([x, t(w), b, out])
-    return fns
+    return fns, errors
+
+
+def _error(got: object, want: torch.Tensor) -> float:
+    if not isinstance(got, torch.Tensor):
+        raise TypeError(f"a candidate returned {type(got).__name__}, not a tensor")
+    return ((got.double() - want).abs().max() / want.abs().max()).item()
 
 
 def main() -> None:
@@ -75,18 +89,21 @@ def main() -> None:
     isa = a.isa or select_conv_isa()
     print(f"torch {torch.__version__}, {a.threads} threads, path {isa}; ms, and Winograd's speedup over the "
           "faster of the direct kernel and oneDNN")
-    print("| conv | batch x plane | 4x4 tiles | direct ms | oneDNN ms | F(4x4) ms | F(2x2) ms | F(4x4) | F(2x2) |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| conv | batch x plane | 4x4 tiles | direct ms | oneDNN ms | F(4x4) ms | F(2x2) ms | F(4x4) | F(2x2) | "
+          "largest error (F(4x4)) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for ci, co in CHANNELS:
         for n, side in PLANES:
             if ci * co * n * side * side * 9 > 2.5e9:  # seconds a shape: the largest planes of 512 channels
                 continue
             spec = ConvSpec(n, ci, co, (side, side), (3, 3), 1, 1, 1, 1, bias=True, isa=isa)
-            r = _medians(candidates(spec), a.reps)
+            fns, errors = candidates(spec)
+            r = _medians(fns, a.reps)
             best = min(r["direct"], r["onednn"])
             tiles = n * math.ceil(side / 4) ** 2
             print(f"| {ci}->{co} | {n}x{side}x{side} | {tiles} | {r['direct']:.3f} | {r['onednn']:.3f} | "
-                  f"{r['F4']:.3f} | {r['F2']:.3f} | {best / r['F4']:.2f}x | {best / r['F2']:.2f}x |", flush=True)
+                  f"{r['F4']:.3f} | {r['F2']:.3f} | {best / r['F4']:.2f}x | {best / r['F2']:.2f}x | "
+                  f"{max(errors.values()):.1e} ({errors['F4']:.1e}) |", flush=True)
 
 
 if __name__ == "__main__":
