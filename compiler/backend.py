@@ -347,7 +347,9 @@ def compiled_at_sizes(fn: Callable[..., torch.Tensor], *examples: torch.Tensor) 
     """
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    gm = make_fx(fn, tracing_mode="fake")(*examples)
+    from .decompositions import decomposition_table
+
+    gm = make_fx(fn, decomposition_table=decomposition_table(), tracing_mode="fake")(*examples)
     program, report = _build(gm, BackendOptions(), "forward", examples[0].device)
     return program if report.status == COMPILED else None
 

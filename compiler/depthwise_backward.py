@@ -7,7 +7,9 @@ call:
     // static sizes: traced as a reduction per tap (pointwise ops and sums that fuse
     // into one reduction kernel, ``tapwise_weight_grad``)
     gw[c, 0, i, j] = sum(dy * pad(x)[:, :, i*d : i*d + s*(ho-1) + 1 : s, j*d : ...], [0, 2, 3])
-    // symbolic sizes: the plane is known when the op runs
+    // symbolic sizes, a window of more than 3x3 at stride 1: the same taps, each window
+    // a slice of the padded input that ends a fixed count before its end
+    // symbolic sizes otherwise: the plane is known when the op runs
     gx, gw = tessera.depthwise_backward(dy, x, w, [1, 1], [1, 1], [1, 1], input_grad=True, channels_last=False)
 
 oneDNN's depthwise weight gradient takes 0.9-2.2 ms for 960 channels at 2x2 (MobileNetV2's
@@ -21,6 +23,7 @@ gradient by the library's call; elsewhere one library call for both.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 
 import torch
@@ -60,10 +63,11 @@ def _smaller_than_window(plane, window) -> bool:
 
 def backward(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, padding, dilation,
              input_grad: bool) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """The traced gradients of a conv :func:`takes` takes: its weight's, and at symbolic
-    sizes also its input's where ``input_grad`` (one library call for both where the plane
-    is not small; None: left to the library's call)."""
-    if all(isinstance(s, int) for s in x.shape[2:]):
+    """The traced gradients of a conv :func:`takes` takes: its weight's, tap by tap at static
+    sizes or where :func:`taps_at_every_size`; else (symbolic sizes) ``tessera.depthwise_backward``'s,
+    which gives its input's too where ``input_grad`` (one library call for both where the
+    plane is not small; None: left to the library's call)."""
+    if all(isinstance(s, int) for s in x.shape[2:]) or taps_at_every_size(w, stride):
         return None, tapwise_weight_grad(grad, x, list(w.shape), stride, padding, dilation)
     channels_last = is_channels_last(x) or is_channels_last(w)
     gx, gw = torch.ops.tessera.depthwise_backward(grad, x, w, list(stride), list(padding), list(dilation),
@@ -71,23 +75,40 @@ def backward(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, paddi
     return (gx if input_grad else None), gw
 
 
+def taps_at_every_size(w: torch.Tensor, stride) -> bool:
+    """Whether a depthwise weight gradient is summed tap by tap at every plane (a window of
+    more than :data:`LIBRARY_TAPS` taps), each tap's window a slice that a symbolic plane
+    still sizes (stride 1: it ends a fixed count before the padded input's end,
+    ``dim_sources``), so that the taps are traced into the graph at symbolic sizes too."""
+    return w.shape[2] * w.shape[3] > LIBRARY_TAPS and all(s == 1 for s in stride)
+
+
 def tapwise_weight_grad(grad, x, weight_size, stride, padding, dilation):
     """A depthwise conv's weight gradient as one reduction per tap, each of ``dy`` times the
     window of the padded input that tap reads:
 
         dw[c, 0, i, j] = sum over n, y, x of dy[n, c, y, x] * pad(x)[n, c, y*s + i*d, x*s + j*d]
-    """
+
+    At stride 1 the window of tap ``i`` (of ``k``) ends ``d * (k - 1 - i)`` before the padded
+    input's end, a bound that needs no size (a symbolic plane's slices fuse)."""
     kh, kw = weight_size[2], weight_size[3]
     (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
-    ho, wo = grad.shape[2], grad.shape[3]
     padded = aten.constant_pad_nd.default(x, [pw, pw, ph, ph], 0.0)
     taps = []
     for i in range(kh):
-        rows = aten.slice.Tensor(padded, 2, i * dh, i * dh + sh * (ho - 1) + 1, sh)
+        rows = aten.slice.Tensor(padded, 2, i * dh, _window_end(i, kh, sh, dh, grad.shape[2]), sh)
         for j in range(kw):
-            window = aten.slice.Tensor(rows, 3, j * dw, j * dw + sw * (wo - 1) + 1, sw)
+            window = aten.slice.Tensor(rows, 3, j * dw, _window_end(j, kw, sw, dw, grad.shape[3]), sw)
             taps.append(aten.sum.dim_IntList(aten.mul.Tensor(grad, window), [0, 2, 3]))
     return aten.reshape.default(aten.stack.default(taps, 1), list(weight_size))
+
+
+def _window_end(i: int, k: int, s: int, d: int, out: int):
+    """The end of tap ``i``'s window along a dim of ``out`` output points: from the padded
+    end at stride 1 (to it for the last tap), else ``i*d + s*(out - 1) + 1``."""
+    if s == 1:
+        return -d * (k - 1 - i) if i < k - 1 else sys.maxsize
+    return i * d + s * (out - 1) + 1
 
 
 def _depthwise_backward(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride: list[int], padding: list[int],

@@ -119,7 +119,22 @@ def _gelu(imp, node, x, approximate="none"):
 
 
 def _binary(imp, node, cls, a, b) -> SSAValue:
-    return emit1(imp, node, cls.create(operands=[imp.operand(a), imp.operand(b)], result_types=[rtype(node)]))
+    return emit1(imp, node, cls.create(operands=[_elementwise_operand(imp, node, v) for v in (a, b)],
+                                       result_types=[rtype(node)]))
+
+
+def _elementwise_operand(imp, node, v) -> SSAValue:
+    """``v`` as an operand of a floating elementwise op: a size of the graph (``i64``: a
+    mean's backward ``expand(dy) / (h * w)`` at symbolic sizes) as a 0-d ``f64`` tensor,
+    which a fused kernel reads (a host value would keep the op on the host):
+
+        %n = arith.muli %h, %w : i64
+        %f = tsr.aten_call "aten.scalar_tensor.default"(%n) {...} : (i64) -> tensor<f64>
+        %q = tsr.div %e, %f : (tensor<?x16x?x?xf32>, tensor<f64>) -> tensor<?x16x?x?xf32>"""
+    value = imp.operand(v)
+    if value.type == i64 and isinstance(v, torch.fx.Node) and node.meta["val"].is_floating_point():
+        return imp.float_value(v)
+    return value
 
 
 _BINARY = {

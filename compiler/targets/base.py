@@ -143,6 +143,7 @@ class Target:
             "cancel-relayouts",
             "free-result-layouts",
             "fuse-relayouts",
+            "sink-expands",
             "cse",
             "dce",
         )

@@ -232,6 +232,36 @@ def test_a_dynamic_training_step_gives_eagers_depthwise_backwardients_at_every_p
     assert len(backwards) == 1
 
 
+def _matches_eager(model: _Depthwise, x: torch.Tensor) -> None:
+    """The weight's and input's gradients a compiled step left equal eager's."""
+    got, got_x = model.conv.weight.grad.clone(), x.grad.clone()
+    model.zero_grad()
+    x.grad = None
+    model(x).square().sum().backward()
+    torch.testing.assert_close(got, model.conv.weight.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(got_x, x.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_a_dynamic_training_step_traces_a_5x5_depthwise_weight_gradient_tap_by_tap():
+    """``dynamic=True``, a 5x5 window at stride 1: the taps are traced into the backward at
+    symbolic sizes (no ``tessera.depthwise_backward``, no program per size), each window a
+    slice that ends a fixed count before the padded input's end; eager's gradients at
+    planes smaller and larger than the window."""
+    torch.manual_seed(0)
+    model = _Depthwise(32)
+    model.conv = torch.nn.Conv2d(32, 32, 5, padding=2, groups=32)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True})
+    for shape in ((2, 32, 9, 7), (3, 32, 2, 3), (1, 32, 12, 12)):
+        x = torch.randn(shape).to(memory_format=torch.channels_last).requires_grad_()
+        model.zero_grad()
+        programs = programs_run(lambda t: compiled(t).square().sum().backward(), x)
+        _matches_eager(model, x)
+        assert len(programs) == 2  # the forward and the backward: nothing compiled per size
+        calls = [c for p in programs for c in _callees(p)]
+        assert "tessera.depthwise_backward.default" not in calls
+        assert "aten.convolution_backward.default" in calls  # the input's gradient
+
+
 def test_a_static_training_step_sums_a_5x5_depthwise_weight_gradient_in_a_kernel():
     """A 5x5 depthwise conv at a plane larger than its window: its weight gradient is
     compiled tap by tap (no library call computes it), equal to eager's."""
@@ -241,12 +271,7 @@ def test_a_static_training_step_sums_a_5x5_depthwise_weight_gradient_in_a_kernel
     compiled = torch.compile(model, backend="tessera", options={"strict": True})
     x = torch.randn(2, 32, 9, 9).to(memory_format=torch.channels_last).requires_grad_()
     backward = programs_run(lambda t: compiled(t).square().sum().backward(), x)[-1]
-    got, got_x = model.conv.weight.grad.clone(), x.grad.clone()
-    model.zero_grad()
-    x.grad = None
-    model(x).square().sum().backward()
-    torch.testing.assert_close(got, model.conv.weight.grad, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(got_x, x.grad, rtol=1e-4, atol=1e-5)
+    _matches_eager(model, x)
     calls = [getattr(s.fn, "fn", None) for s in backward.steps if hasattr(s, "fn")]
     masks = [c.args[-1] for c in calls if getattr(c, "callee", None) == "aten.convolution_backward.default"]
     assert masks == [[True, False, False]], masks  # the input's gradient only

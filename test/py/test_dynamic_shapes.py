@@ -25,6 +25,7 @@ from tessera.compiler.report import collect_reports
 from tessera.compiler.size_specialization import SizeSpecializedGraph
 
 from conftest import example
+from program_capture import programs_run
 from zoo_models import ZOO
 
 STRICT = {"strict": True}
@@ -161,6 +162,38 @@ def test_training_step_at_two_sizes():
     assert all(r.dynamic for r in reports), [r.summary() for r in reports]
 
 
+class _SqueezeExcite(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * torch.sigmoid(y.mean((2, 3), keepdim=True))
+
+
+def test_a_mean_backward_of_symbolic_sizes_broadcasts_in_its_kernel():
+    """The backward of a mean over symbolic planes, ``expand(dy, n, c, h, w) / (h * w)``:
+    the division by a size is fused (a 0-d tensor the kernel reads) and ``sink-expands``
+    lets the kernel that reads it broadcast ``dy``; no host op writes the expanded
+    gradient. Gradients equal eager's at each size."""
+    torch.manual_seed(0)
+    model = _SqueezeExcite(16).train()
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    for h, w in ((5, 7), (9, 4), (12, 12)):
+        x = torch.randn(3, 16, h, w)
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        programs = programs_run(lambda t: compiled(t).square().sum().backward(), xa)
+        ref(xb).square().sum().backward()
+        _close(xa.grad, xb.grad, f"input gradient at {h}x{w}")
+        for (n, p), q in zip(model.named_parameters(), ref.parameters()):
+            _close(p.grad, q.grad, f"{n}.grad at {h}x{w}")
+            p.grad = q.grad = None
+        host = {getattr(s.fn, "__name__", "") for p in programs for s in p.steps if hasattr(s, "fn")}
+        assert not host & {"tsr.expand", "tsr.div"}, host
+
+
 def _float_of_sizes(x):
     n, c = x.shape[0], x.shape[1]
     return x * (n / 3) - c / (n - 1.0) + torch.sym_float(n * c)
@@ -286,6 +319,34 @@ def test_convs_of_dynamic_sizes_run_a_kernel_per_size(groups):
             x = torch.randn(shape).contiguous(memory_format=torch.channels_last)
             _close(compiled(x), model(x), f"at {shape}")
     assert reports[-1].dynamic and reports[-1].conv_kernels == 2, reports[-1].summary()
+
+
+def test_a_dynamic_1x1_conv_weighs_its_weight_against_each_sizes_output():
+    """Without freezing, a 1x1 conv of dynamic sizes whose weight (512 -> 320: 163840
+    elements, packed per call) outweighs small outputs: as at static sizes, the library's
+    GEMM on the plain weight where it outweighs the output (batch 2 at 3x4: 7680), else
+    the kernel on the weight packed for that size (20x24), the weight packed only there;
+    eager's result at each size, of one compile."""
+    from tessera.compiler.targets.x86.conv.sized import SizedConv, _LibraryLaunch
+    from tessera.compiler.targets.x86.conv_choice import host_isa
+    from tessera.runtime.program import Launch
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(512, 320, 1), nn.ReLU()).eval()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for shape in ((2, 512, 3, 4), (3, 512, 20, 24), (2, 512, 3, 4)):
+            x = torch.randn(shape).contiguous(memory_format=torch.channels_last)
+            programs = programs_run(compiled, x)
+            _close(compiled(x), model(x), f"at {shape}")
+            if host_isa() is None:
+                continue
+            (conv,) = [s.kernel for p in programs for s in p.steps
+                       if isinstance(s, Launch) and isinstance(s.kernel, SizedConv)]
+            assert conv.packs and conv.library is not None
+            assert isinstance(conv._sized(shape).kernel, _LibraryLaunch) == (shape[2] == 3)
+    _all_compiled(reports)
+    assert len(reports) == 1 and reports[0].dynamic
 
 
 def test_a_dynamic_library_conv_decides_per_call_whether_its_weight_dominates():

@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tessera.dialects.conv_sizes import is_one_gemm
 from tessera.passes.target_models import ConvShape, weight_bound
 
 from .conv.errors import ConvIsaUnavailable, InvalidConvSpec
@@ -204,6 +205,16 @@ def _packs_in_kernel(op: tsr.ConvOp, isa: str) -> bool:
         return False
 
 
+def _gemm_per_size(op: tsr.ConvOp) -> bool:
+    """A 1x1 conv (one GEMM) of dynamic sizes: without freezing the kernel of each size
+    weighs its weight against that size's output as a static conv does, the library's
+    GEMM where it outweighs it (``conv/sized.py``), so no weight is weight-bound at every size."""
+    from tessera.dialects.tsr.shapes import ints, is_static
+
+    return (not is_static(op.input.type.get_shape())
+            and is_one_gemm(op.weight.type.get_shape()[2:], ints(op.stride), ints(op.padding), op.groups.value.data))
+
+
 def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = True) -> str | None:
     """The vector path on which tessera's kernel computes ``op`` for ``features``
     (``None``: this host's), or None where the library should. Without
@@ -231,7 +242,7 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
         return f"{isa}{WINOGRAD}"
     if not freezing and _packs_in_kernel(op, isa):
         return f"{isa}{WINOGRAD}{m}" if m is not None else isa
-    if not freezing and weight_bound(op):
+    if not freezing and weight_bound(op) and not _gemm_per_size(op):
         return None  # packed per call (at dynamic sizes: a large weight, the library call decides per size)
     if m is not None:
         return f"{isa}{WINOGRAD}{m}"

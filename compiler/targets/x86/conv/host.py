@@ -10,8 +10,9 @@
     //     each channel block packed on the kernel's stack (packs_in_kernel)
     // a 1x1 conv at 7x7: Launch(conv2d_avx512_n1_1152to320_1x49_k1x1, (x, pw, y)), its pixels one row (rows.rows_spec)
     // of dynamic sizes: SizedAlloc(y, conv.layout, (x,)), Launch(conv := SizedConv(spec), (x, pw, b, y)) (sized.py)
-    //   a 1x1 conv packing in the kernel: Launch(SizedConv(spec, OneDnnConv(op)), (x, w, b, y)): the
-    //   library's GEMM at sizes whose weight outweighs the output
+    //   a 1x1 conv without freezing: Launch(SizedConv(spec, OneDnnConv(op), packs=True), (x, w, b, y)): the
+    //   library's GEMM at sizes whose weight outweighs the output, else the kernel on w packed for it
+    //   (or the kernel packing it itself, weights over L2: SizedConv(spec, OneDnnConv(op)))
     // tsr.impl = "avx512:winograd4": Call(WinogradPacker, (w,), (pw,)), Launch(WinogradConv(spec), ...)
     // tsr.impl = "avx512:winograd" (dynamic sizes): Call(own_copy, (w,), (w2,)), SizedAlloc(y, ...),
     //     Launch(SizedWinograd(spec, winograd_m_at), (x, w2, b, y))   # m per size, each form packed once
@@ -70,14 +71,18 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
     else:
         prepare = ((1, weight_packer(spec)),)
     if not is_static(op.input.type.get_shape()):
-        return KernelCall(SizedConv(spec, OneDnnConv(op) if _gemm_where_weight_bound(spec) else None), prepare,
-                          sized=True)
+        if not _gemm_where_weight_bound(spec, freezing):
+            return KernelCall(SizedConv(spec), prepare, sized=True)
+        if spec.packs_weight:
+            return KernelCall(SizedConv(spec, OneDnnConv(op)), prepare, sized=True)
+        return KernelCall(SizedConv(spec, OneDnnConv(op), packs=True), sized=True)  # packs where the kernel runs
     return KernelCall(load_conv_as(spec, rows_spec(spec)), prepare)  # a 1x1 conv's pixels in rows of its own
 
 
-def _gemm_where_weight_bound(spec) -> bool:
-    """A 1x1 conv (stride 1, unpadded, one group) whose kernel packs its plain weight: at
-    dynamic sizes, the library's GEMM at the sizes whose weight outweighs the output
-    (``sized.SizedConv``; a classifier's rows). Other convs keep the kernel at every size,
-    as at static sizes, where it beat the library's calls on weight-bound convs."""
-    return spec.packs_weight and is_one_gemm(spec.kernel, spec.dims("stride"), spec.dims("padding"), spec.groups)
+def _gemm_where_weight_bound(spec, freezing: bool) -> bool:
+    """A 1x1 conv (stride 1, unpadded, one group) whose weight is packed per call (no
+    ``freezing``): at dynamic sizes, the library's GEMM at the sizes whose weight outweighs
+    the output, as at static sizes (``sized.SizedConv``: a classifier's rows, the deep
+    1x1 convs of a small image, a squeeze-excite's). Other convs keep the kernel at every
+    size, as at static sizes, where it beat the library's calls on weight-bound convs."""
+    return not freezing and is_one_gemm(spec.kernel, spec.dims("stride"), spec.dims("padding"), spec.groups)

@@ -65,19 +65,22 @@ class SizedConv:
     """``conv(x, packed_w, [bias], [residual], out)`` on the kernel of ``x``'s sizes:
     a program's ``Launch`` (``runtime.kernel.Launchable``).
 
-    Given a ``library`` call (a 1x1 conv whose kernel packs its plain weight itself,
-    without freezing: ``host._gemm_where_weight_bound``), a size whose weight outweighs
-    its output (``target_models.outweighs``) runs the library instead, on the plain
-    weight: a classifier's 1x1 conv of ``addmm-as-conv`` at 8 rows, 1280 -> 1000, is
-    then one GEMM, 0.36 ms, where the kernel packed 5 MB of weight for 8 rows, 0.61 ms
-    (session 39)."""
+    Given a ``library`` call (a 1x1 conv without freezing: ``host._gemm_where_weight_bound``),
+    a size whose weight outweighs its output (``target_models.outweighs``, the static
+    rule) runs the library instead, on the plain weight: a classifier's 1x1 conv of
+    ``addmm-as-conv`` at 8 rows, 1280 -> 1000, is then one GEMM, 0.36 ms, where the
+    kernel packed 5 MB of weight for 8 rows, 0.61 ms (session 39). With ``packs`` the
+    launch takes the plain weight and packs it at the sizes the kernel runs, into a
+    kept buffer (:meth:`packed`): the library's sizes pack nothing."""
 
     __name__ = "tessera_conv"
 
-    def __init__(self, spec: ConvSpec, library: Callable[..., torch.Tensor] | None = None):
+    def __init__(self, spec: ConvSpec, library: Callable[..., torch.Tensor] | None = None, packs: bool = False):
         self.spec = spec
         self.library = library
+        self.packs = packs
         self._kernels: dict[tuple[int, ...], _Sized] = {}
+        self._forms: dict[int | None, Callable[[torch.Tensor], torch.Tensor]] = {}
 
     @property
     def name(self) -> str:
@@ -126,16 +129,30 @@ class SizedConv:
         else:
             found.kernel.launch_trusted(self._args(found, tensors))
 
+    def packed(self, m: int | None, w: torch.Tensor) -> torch.Tensor:
+        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's), made once per
+        weight version under freezing (no ``library``), else on every call."""
+        form = self._forms.get(m)
+        if form is None:
+            packer = weight_packer(self.spec) if m is None else WinogradPacker(WinogradSpec(self.spec, m))
+            form = self._forms[m] = PackedWeight(packer, freezing=True) if self.library is None else KeptPack(packer)
+        return form(w)
+
     def _args(self, found: _Sized, tensors: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
-        """What the kernel of ``found``'s size is launched on (:class:`SizedWinograd` packs the weight)."""
-        return tensors
+        """What the kernel of ``found``'s size is launched on: with ``packs``, the weight
+        packed for it (the library reads the plain weight)."""
+        if not self.packs or isinstance(found.kernel, _LibraryLaunch):
+            return tensors
+        x, w, *rest = tensors
+        return (x, self.packed(found.m, w), *rest)
 
     def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
         """The kernel of ``tensors``' sizes (a program binding its sizes, ``runtime/size_binding.py``)."""
-        return self._sized(tuple(tensors[0].shape)).kernel
+        found = self._sized(tuple(tensors[0].shape))
+        return _WithForm(self, found) if self.packs else found.kernel
 
     def __reduce__(self) -> tuple:
-        return SizedConv, (self.spec, self.library)
+        return SizedConv, (self.spec, self.library, self.packs)
 
 
 def own_copy(w: torch.Tensor) -> torch.Tensor:
@@ -169,12 +186,11 @@ class SizedWinograd(SizedConv):
 
     def __init__(self, spec: ConvSpec, choose: Callable[[ConvSpec], int | None],
                  library: Callable[..., torch.Tensor] | None = None, direct: Callable[[ConvSpec], bool] | None = None):
-        super().__init__(spec, library)
+        super().__init__(spec, library, packs=True)
         self.choose = choose
         self.direct = direct
         """With a ``library``: whether a size Winograd leaves runs on the direct kernel
         (``conv_choice.direct_at``: the static model's class at that size), else the library's call."""
-        self._forms: dict[int | None, Callable[[torch.Tensor], torch.Tensor]] = {}
 
     @property
     def name(self) -> str:
@@ -187,24 +203,6 @@ class SizedWinograd(SizedConv):
         if self.library is None or (self.direct is not None and self.direct(spec)):
             return super()._load(spec)
         return _LibraryLaunch(self.library, spec), None
-
-    def packed(self, m: int | None, w: torch.Tensor) -> torch.Tensor:
-        """``w`` in the form of Winograd F(m x m) (None: the direct kernel's), made once per
-        weight version under freezing, else on every call."""
-        form = self._forms.get(m)
-        if form is None:
-            packer = weight_packer(self.spec) if m is None else WinogradPacker(WinogradSpec(self.spec, m))
-            form = self._forms[m] = PackedWeight(packer, freezing=True) if self.library is None else KeptPack(packer)
-        return form(w)
-
-    def _args(self, found: _Sized, tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        x, w, *rest = tensors
-        if isinstance(found.kernel, _LibraryLaunch):  # the library reads the plain weight
-            return tuple(tensors)
-        return (x, self.packed(found.m, w), *rest)
-
-    def bind(self, tensors: Sequence[torch.Tensor]) -> Launchable:
-        return _WithForm(self, self._sized(tuple(tensors[0].shape)))
 
     def __reduce__(self) -> tuple:
         return SizedWinograd, (self.spec, self.choose, self.library, self.direct)
@@ -226,11 +224,11 @@ class _LibraryLaunch:
 
 
 class _WithForm:
-    """One size of a :class:`SizedWinograd`: its kernel, launched on the weight's form for it."""
+    """One size of a :class:`SizedConv` that packs its weight: its kernel, launched on the weight's form for it."""
 
-    def __init__(self, conv: SizedWinograd, found: _Sized):
+    def __init__(self, conv: SizedConv, found: _Sized):
         self.conv, self.found = conv, found
-        self.name = f"{found.kernel.name} (packing its weight once)"
+        self.name = f"{found.kernel.name} (its weight packed for it)"
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         self.found.kernel(*self.conv._args(self.found, tensors))
