@@ -295,14 +295,38 @@ def _order_view(op: Operation) -> bool:
     """:func:`is_view` at dynamic sizes, where strides are known at run time only: a
     permute or relayout whose result's dims of size other than 1 come in its input's
     memory order, each dynamic dim counted as other than 1 (a transposed GEMM operand,
-    ``tensor<?x144xf32, [0, 1]>`` permuted to ``tensor<144x?xf32, [1, 0]>``). A reshape
-    of dynamic sizes is a copy (whether it views its input depends on the sizes)."""
-    if isinstance(op, tsr.ReshapeOp):
-        return False
+    ``tensor<?x144xf32, [0, 1]>`` permuted to ``tensor<144x?xf32, [1, 0]>``), or a
+    reshape that only drops or adds dims of size 1 (:func:`_unit_reshape_source`),
+    under the same condition. Any other reshape of dynamic sizes is a copy (whether
+    it views its input depends on the sizes)."""
     in_shape, out_shape = shape_of(op.input.type), shape_of(op.result.type)
-    source = ints(op.dims) if isinstance(op, tsr.PermuteOp) else range(len(out_shape))  # input dim of each result dim
+    if isinstance(op, tsr.ReshapeOp):
+        source = _unit_reshape_source(op)
+        if source is None:
+            return False
+    else:  # the input dim of each result dim
+        source = dict(enumerate(ints(op.dims) if isinstance(op, tsr.PermuteOp) else range(len(out_shape))))
     read = [source[d] for d in layout_of(op.result.type) if out_shape[d] != 1]
     return read == [d for d in layout_of(op.input.type) if in_shape[d] != 1]
+
+
+def _unit_reshape_source(op: tsr.ReshapeOp) -> dict[int, int] | None:
+    """The input dim of each result dim other than 1, for a reshape of dynamic sizes
+    whose dims other than 1 are its input's, in order and of the same sizes (each
+    dynamic one a ``tsr.dim`` of the input's, :func:`reshape_anchors`); else None.
+    Dynamo specializes sizes 0 and 1, so a dynamic dim is never 1. A squeeze-excite's
+    backward reshapes ``tensor<?x48x1x1xf32, #tsr.layout<nhwc>>`` to ``tensor<?x48xf32>``:
+    ``{0: 0, 1: 1}``."""
+    anchors = reshape_anchors(op)
+    if anchors is None:
+        return None
+    in_shape, out_shape = shape_of(op.input.type), shape_of(op.result.type)
+    kept_in = [k for k, n in enumerate(in_shape) if n != 1]
+    kept_out = [d for d, n in enumerate(out_shape) if n != 1]
+    if len(kept_in) != len(kept_out) or any(in_shape[k] != out_shape[d] for k, d in zip(kept_in, kept_out)):
+        return None
+    source = dict(zip(kept_out, kept_in))
+    return source if all(source[d] == k for k, d in anchors) else None
 
 
 @dataclass

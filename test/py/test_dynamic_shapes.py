@@ -194,6 +194,44 @@ def test_a_mean_backward_of_symbolic_sizes_broadcasts_in_its_kernel():
         assert not host & {"tsr.expand", "tsr.div"}, host
 
 
+class _GatedSqueezeExcite(nn.Module):
+    """EfficientNet's squeeze-excite: a pooled gate through two 1x1 convs."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.reduce, self.expand = nn.Conv2d(c, c // 4, 1), nn.Conv2d(c // 4, c, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * torch.sigmoid(self.expand(nn.functional.silu(self.reduce(y.mean((2, 3), keepdim=True)))))
+
+
+def test_a_dynamic_backward_views_reshapes_of_unit_dims_as_the_static_one_does():
+    """The gate's gradients are reshaped between ``?xCx1x1`` and the GEMMs' ``?xC``:
+    a reshape that only drops or adds unit dims views its input at every size, so the
+    dynamic backward has the static one's kernels (not a copy kernel per reshape), and
+    equals eager's gradients at each size."""
+    kernels = {}
+    for dynamic in (False, True):
+        torch.manual_seed(0)
+        model = _GatedSqueezeExcite(16).train()
+        ref = copy.deepcopy(model)
+        compiled = torch.compile(model, backend="tessera", dynamic=dynamic, options=STRICT)
+        for h, w in ((6, 5), (9, 11)) if dynamic else ((6, 5),):
+            x = torch.randn(3, 16, h, w)
+            xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+            with collect_reports() as reports:
+                compiled(xa).square().sum().backward()
+            ref(xb).square().sum().backward()
+            _close(xa.grad, xb.grad, f"input gradient at {h}x{w}")
+            for (n, p), q in zip(model.named_parameters(), ref.parameters()):
+                _close(p.grad, q.grad, f"{n}.grad at {h}x{w}")
+                p.grad = q.grad = None
+            kernels.update({(dynamic, r.kind): r.kernels for r in reports})
+    assert kernels[True, "backward"] == kernels[False, "backward"], kernels
+
+
 def _float_of_sizes(x):
     n, c = x.shape[0], x.shape[1]
     return x * (n / 3) - c / (n - 1.0) + torch.sym_float(n * c)

@@ -354,3 +354,18 @@ def test_backend_runs_3x3_convs_of_dynamic_sizes_by_winograd_per_call_without_fr
         assert not isinstance(convs[0]._sized((1, 64, 12, 12)).kernel, _LibraryLaunch)  # 144 points: the direct kernel
         again = pickle.loads(pickle.dumps(convs[1]))
         assert again._forms == {} and again._sized((1, 64, 5, 5)).m is None
+
+
+@pytest.mark.parametrize("channels,size,direct", [(64, 8, True), (64, 24, False), (256, 24, True), (256, 64, True)])
+def test_a_dynamic_conv_off_winograd_runs_the_direct_kernel_as_a_static_one_would(channels, size, direct):
+    """A size Winograd leaves, weight packed per call (``conv_choice.direct_at``): the
+    direct kernel where the static rule gives it that size (its output points), and at
+    every size where the kernel packs the weight block by block (256 -> 256 3x3: 2.3 MB,
+    which oneDNN would reorder whole on every call)."""
+    from tessera.compiler.targets.x86.conv.spec import ConvSpec
+    from tessera.compiler.targets.x86.conv.tiling import packs_in_kernel
+    from tessera.compiler.targets.x86.conv_choice import direct_at
+
+    spec = ConvSpec(8, channels, channels, (size, size), (3, 3), padding=1, isa="avx512")
+    assert packs_in_kernel(spec) == (channels == 256)
+    assert direct_at(spec) == direct

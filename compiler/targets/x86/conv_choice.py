@@ -147,15 +147,21 @@ def winograd_choice(freezing: bool) -> Callable[[ConvSpec], int | None]:
 
 def direct_at(spec: ConvSpec) -> bool:
     """Whether a conv of dynamic sizes runs on the direct kernel at ``spec``'s sizes where
-    Winograd leaves them and its weight is packed per call (``conv/sized.py``): the model's
-    class at that size's output points, as a static conv's (3x3 stride 1 at most 13x13
-    points: the direct kernel; larger: the library's call).
+    Winograd leaves them and its weight is packed per call (``conv/sized.py``), as a static
+    conv's rule in :func:`kernel_isa`: a weight the kernel packs block by block
+    (``tiling.packs_in_kernel``) always, which the library would reorder whole on every
+    call; else the model's class at that size's output points (3x3 stride 1 at most
+    13x13 points: the direct kernel; larger: the library's call).
 
         >>> direct_at(ConvSpec(8, 64, 64, (8, 8), (3, 3), padding=1, isa="avx512"))
         True
         >>> direct_at(ConvSpec(8, 64, 64, (24, 24), (3, 3), padding=1, isa="avx512"))
         False
+        >>> direct_at(ConvSpec(8, 256, 256, (24, 24), (3, 3), padding=1, isa="avx512"))
+        True
     """
+    if packs_in_kernel(spec):
+        return True
     shape = dataclasses.replace(_shape(spec), points=math.prod(spec.output_size))
     return prefers_tessera("x86", shape, spec.input_layout, spec.output_layout)
 
@@ -205,13 +211,17 @@ def _packs_in_kernel(op: tsr.ConvOp, isa: str) -> bool:
         return False
 
 
-def _gemm_per_size(op: tsr.ConvOp) -> bool:
-    """A 1x1 conv (one GEMM) of dynamic sizes: without freezing the kernel of each size
-    weighs its weight against that size's output as a static conv does, the library's
-    GEMM where it outweighs it (``conv/sized.py``), so no weight is weight-bound at every size."""
+def gemm_per_size(op: tsr.ConvOp, freezing: bool) -> bool:
+    """A 1x1 conv (stride 1, unpadded, one group: one GEMM) of dynamic sizes whose
+    weight is packed per call (no ``freezing``): the kernel of each size weighs its
+    weight against that size's output as a static conv does, and takes the library's
+    GEMM where the weight outweighs it (``conv/sized.SizedConv``: a classifier's rows,
+    the deep 1x1 convs of a small image, a squeeze-excite's). So no such weight is
+    weight-bound at every size. Other convs of dynamic sizes keep the kernel at every
+    size, as at static sizes, where it beat the library's calls on weight-bound convs."""
     from tessera.dialects.tsr.shapes import ints, is_static
 
-    return (not is_static(op.input.type.get_shape())
+    return (not freezing and not is_static(op.input.type.get_shape())
             and is_one_gemm(op.weight.type.get_shape()[2:], ints(op.stride), ints(op.padding), op.groups.value.data))
 
 
@@ -242,7 +252,7 @@ def kernel_isa(op: tsr.ConvOp, features: str | None = None, freezing: bool = Tru
         return f"{isa}{WINOGRAD}"
     if not freezing and _packs_in_kernel(op, isa):
         return f"{isa}{WINOGRAD}{m}" if m is not None else isa
-    if not freezing and weight_bound(op) and not _gemm_per_size(op):
+    if not freezing and weight_bound(op) and not gemm_per_size(op, freezing):
         return None  # packed per call (at dynamic sizes: a large weight, the library call decides per size)
     if m is not None:
         return f"{isa}{WINOGRAD}{m}"

@@ -45,3 +45,32 @@ func.func @flatten_pixels(%x: tensor<1x8x?x?xf32, #tsr.layout<nchw>>) -> tensor<
   %r = tsr.reshape %e, %n : (tensor<1x8x?x?xf32, #tsr.layout<nchw>>, i64) -> tensor<1x8x?xf32, #tsr.layout<ncl>>
   func.return %r : tensor<1x8x?xf32, #tsr.layout<ncl>>
 }
+
+// A reshape that only drops dims of size 1, reading its dims other than 1 in its
+// input's memory order, views its input at every size: alone, it stays on the host
+// (fuse_kernels._unit_reshape_source), as a static one does, not a copy kernel.
+// A squeeze-excite's gradient reshaped for its GEMM:
+// CHECK-LABEL: func.func @squeeze_unit_dims(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x48x1x1xf32, #tsr.layout<nhwc>>
+// CHECK-NEXT: %[[N:[^ ]+]] = tsr.dim %[[X]] {dim = 0 : i64}
+// CHECK-NEXT: %[[R:[^ ]+]] = tsr.reshape %[[X]], %[[N]] : (tensor<?x48x1x1xf32, #tsr.layout<nhwc>>, i64) -> tensor<?x48xf32>
+// CHECK-NEXT: tsr.matmul %[[R]]
+func.func @squeeze_unit_dims(%x: tensor<?x48x1x1xf32, #tsr.layout<nhwc>>, %w: tensor<48x16xf32>) -> tensor<?x16xf32> {
+  %n = tsr.dim %x {dim = 0 : i64} : (tensor<?x48x1x1xf32, #tsr.layout<nhwc>>) -> i64
+  %r = tsr.reshape %x, %n : (tensor<?x48x1x1xf32, #tsr.layout<nhwc>>, i64) -> tensor<?x48xf32>
+  %m = tsr.matmul %r, %w : (tensor<?x48xf32>, tensor<48x16xf32>) -> tensor<?x16xf32>
+  func.return %m : tensor<?x16xf32>
+}
+
+// The same dims read in another order (channels first in memory, channels last in
+// the result's layout) is a copy.
+// CHECK-LABEL: func.func @squeeze_unit_dims_transposed(
+// CHECK-NEXT: tsr.fused
+// CHECK: tsr.reshape
+// CHECK-NEXT: tsr.yield
+func.func @squeeze_unit_dims_transposed(%x: tensor<?x48x1x1xf32, #tsr.layout<nhwc>>, %w: tensor<48x16xf32>) -> tensor<?x16xf32> {
+  %n = tsr.dim %x {dim = 0 : i64} : (tensor<?x48x1x1xf32, #tsr.layout<nhwc>>) -> i64
+  %r = tsr.reshape %x, %n : (tensor<?x48x1x1xf32, #tsr.layout<nhwc>>, i64) -> tensor<?x48xf32, #tsr.layout<[1, 0]>>
+  %m = tsr.matmul %r, %w : (tensor<?x48xf32, #tsr.layout<[1, 0]>>, tensor<48x16xf32>) -> tensor<?x16xf32>
+  func.return %m : tensor<?x16xf32>
+}

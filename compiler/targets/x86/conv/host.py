@@ -41,12 +41,12 @@ from tessera.compiler.targets.x86.conv_choice import (
     PER_SIZE,
     conv_spec,
     direct_at,
+    gemm_per_size,
     split_impl,
     weight_layout,
     winograd_choice,
 )
 from tessera.dialects import tsr
-from tessera.dialects.conv_sizes import is_one_gemm
 from tessera.dialects.tsr.shapes import is_static
 
 
@@ -71,18 +71,9 @@ def conv_call(op: tsr.ConvOp, impl: str, freezing: bool = False) -> KernelCall:
     else:
         prepare = ((1, weight_packer(spec)),)
     if not is_static(op.input.type.get_shape()):
-        if not _gemm_where_weight_bound(spec, freezing):
+        if not gemm_per_size(op, freezing):
             return KernelCall(SizedConv(spec), prepare, sized=True)
         if spec.packs_weight:
             return KernelCall(SizedConv(spec, OneDnnConv(op)), prepare, sized=True)
         return KernelCall(SizedConv(spec, OneDnnConv(op), packs=True), sized=True)  # packs where the kernel runs
     return KernelCall(load_conv_as(spec, rows_spec(spec)), prepare)  # a 1x1 conv's pixels in rows of its own
-
-
-def _gemm_where_weight_bound(spec, freezing: bool) -> bool:
-    """A 1x1 conv (stride 1, unpadded, one group) whose weight is packed per call (no
-    ``freezing``): at dynamic sizes, the library's GEMM at the sizes whose weight outweighs
-    the output, as at static sizes (``sized.SizedConv``: a classifier's rows, the deep
-    1x1 convs of a small image, a squeeze-excite's). Other convs keep the kernel at every
-    size, as at static sizes, where it beat the library's calls on weight-bound convs."""
-    return not freezing and is_one_gemm(spec.kernel, spec.dims("stride"), spec.dims("padding"), spec.groups)

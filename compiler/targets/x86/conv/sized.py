@@ -65,7 +65,7 @@ class SizedConv:
     """``conv(x, packed_w, [bias], [residual], out)`` on the kernel of ``x``'s sizes:
     a program's ``Launch`` (``runtime.kernel.Launchable``).
 
-    Given a ``library`` call (a 1x1 conv without freezing: ``host._gemm_where_weight_bound``),
+    Given a ``library`` call (a 1x1 conv without freezing: ``conv_choice.gemm_per_size``),
     a size whose weight outweighs its output (``target_models.outweighs``, the static
     rule) runs the library instead, on the plain weight: a classifier's 1x1 conv of
     ``addmm-as-conv`` at 8 rows, 1280 -> 1000, is then one GEMM, 0.36 ms, where the
