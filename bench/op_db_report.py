@@ -3,7 +3,9 @@ compiled / compiled+aten / fallback / crash / wrong (``test/py/op_db_harness.py`
 totals and shares, the fallback reasons and the ops through ATen, most common
 first; every outcome as JSON lines with ``--json``.
 
-    .venv/bin/python bench/op_db_report.py [--samples 8] [--dtype float32] [--backward] [--ops add,mul] [--json out.jsonl]
+    .venv/bin/python bench/op_db_report.py [--samples 8] [--dtype float32] [--backward] [--dynamic] [--ops add,mul] [--json out.jsonl]
+
+``--dynamic`` compiles each sample with ``dynamic=True`` (symbolic sizes, issue 17).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=8, help="samples per op")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--backward", action="store_true")
+    ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True (symbolic sizes)")
     ap.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
     ap.add_argument("--json", default="", help="write every outcome here, one JSON object a line")
     a = ap.parse_args()
@@ -44,7 +47,7 @@ def main() -> None:
             continue
         for i, sample in enumerate(samples(op, dtype, a.samples, requires_grad=a.backward)):
             with quiet():
-                o = run_sample(op, sample, dtype, a.backward)
+                o = run_sample(op, sample, dtype, a.backward, a.dynamic)
             counts[o.status] += 1
             if o.status == "fallback":
                 reasons[o.reason[:140]] += 1
@@ -55,7 +58,7 @@ def main() -> None:
             if out:
                 out.write(json.dumps({"op": name, "sample": i, "status": o.status, "reason": o.reason}) + "\n")
     ran = sum(v for k, v in counts.items() if k != "skipped")
-    print(f"op_db, {a.dtype} {'backward' if a.backward else 'forward'}, up to {a.samples} samples per op: "
+    print(f"op_db, {a.dtype} {'backward' if a.backward else 'forward'}{', dynamic=True' if a.dynamic else ''}, up to {a.samples} samples per op: "
           f"{ran} samples that eager runs ({counts['skipped']} skipped)")
     for k in ("compiled", "compiled+aten", "fallback", "no-graph", "crash", "wrong"):
         print(f"  {k:14s} {counts[k]:6d}  {100 * counts[k] / max(ran, 1):5.1f}%")

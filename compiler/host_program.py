@@ -221,8 +221,26 @@ VIEW_OPS = (tsr.PermuteOp, tsr.ReshapeOp, tsr.ExpandOp, tsr.SliceOp, tsr.DimOp)
 def _returned_view(op: Operation, r: SSAValue) -> bool:
     """A view op's result that only the function returns: it stays ATen's view of
     its operand (eager's strides: a returned expand of an input aliases it), not a
-    copy into its type's layout, which only kernels need."""
-    return isinstance(op, VIEW_OPS) and all(isinstance(u.operation, func.ReturnOp) for u in r.uses)
+    copy into its type's layout, which only kernels need. AOTAutograd rebuilds an
+    output that aliases an input from the input and the output's strides and offset,
+    so a copy there would be read as a view of the input: wrong values. Of symbolic
+    sizes a ``chunk`` stays ATen's ``split`` (:func:`_aten_view`):
+
+        %a, %b = tsr.aten_call "aten.split.Tensor"(%x, %n) ...   // returned: ATen's views
+    """
+    return (isinstance(op, VIEW_OPS) or _aten_view(op)) and all(isinstance(u.operation, func.ReturnOp) for u in r.uses)
+
+
+def _aten_view(op: Operation) -> bool:
+    """A ``tsr.aten_call`` of an ATen view op: its schema's results alias an argument
+    without writing it (``split.Tensor(Tensor(a -> *) self, ...) -> Tensor(a)[]``)."""
+    if not isinstance(op, tsr.AtenCallOp):
+        return False
+    namespace, name, overload = op.callee.data.split(".")
+    if namespace != "aten":
+        return False
+    returns = getattr(getattr(torch.ops.aten, name), overload)._schema.returns
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
 
 
 def _count_host_op(report: GraphReport, op: Operation) -> None:

@@ -41,7 +41,7 @@ COMMON = ("add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt
           "nn.functional.conv2d", "nn.functional.conv3d", "nn.functional.max_pool2d",
           "nn.functional.avg_pool2d", "nn.functional.pad", "nn.functional.interpolate", "matmul", "mm",
           "bmm", "addmm", "nn.functional.linear", "cat", "index_select", "gather", "transpose", "permute",
-          "reshape", "expand", "masked_fill", "cumsum")
+          "reshape", "expand", "masked_fill", "cumsum", "chunk", "split", "split_with_sizes", "unbind", "narrow")
 """Ops checked in float16/bfloat16 and backward as well (OpInfo names, variants included)."""
 
 TOLERANCES = {torch.float32: (1.3e-5, 1e-4), torch.float64: (1e-7, 1e-7), torch.float16: (1e-2, 1e-2),
