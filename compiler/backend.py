@@ -462,12 +462,22 @@ def _reason(e: Exception) -> str:
 def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str, Any] | None = None):
     """The Dynamo backend registered as ``tessera``."""
     opts = BackendOptions.from_dict(options)
-    try:
+
+    def traced(whole: bool):
         return aot_backend(
             lambda g, ins: compile_graph(g, opts, "forward", graph_device(ins), ins),
             lambda g, ins: compile_graph(g, opts, "backward", graph_device(ins), ins),
+            whole=whole,
         )(gm, example_inputs)
-    except (FallbackError, RestartAnalysis):  # RestartAnalysis: Dynamo's signal to trace the frame again
+
+    try:
+        try:
+            return traced(whole=True)
+        except (FallbackError, RestartAnalysis):  # RestartAnalysis: Dynamo's signal to trace the frame again
+            raise
+        except Exception:  # noqa: BLE001 - a whole op's ATen meta failed (a symbolic upsample's backward): decomposed
+            return traced(whole=False)
+    except (FallbackError, RestartAnalysis):
         raise
     except Exception as e:  # noqa: BLE001 - tracing failed (a decomposition, AOTAutograd): run as captured
         report = GraphReport("dynamo", ATEN, f"AOTAutograd could not trace it: {_reason(e)}")

@@ -22,8 +22,10 @@ class CapturedGraphs:
     backward: list[torch.fx.GraphModule] = field(default_factory=list)
 
 
-def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None):
-    """A Dynamo backend running AOTAutograd with tessera's decompositions."""
+def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None, whole: bool = True):
+    """A Dynamo backend running AOTAutograd with tessera's decompositions; ``whole``:
+    the ops of ``decompositions.KEPT_WHOLE`` kept whole (else ATen's own Python
+    decompositions of upsampling apply while tracing)."""
     inner = aot_autograd(
         fw_compiler=fw_compiler,
         bw_compiler=bw_compiler or fw_compiler,
@@ -31,6 +33,8 @@ def aot_backend(fw_compiler: Callable, bw_compiler: Callable | None = None):
     )
 
     def backend(gm: torch.fx.GraphModule, example_inputs):
+        if not whole:
+            return inner(gm, example_inputs)
         with keeping_ops_whole():
             return inner(gm, example_inputs)
 

@@ -132,7 +132,7 @@ class FxImporter:
                 for o in outs:
                     output_is_none.append(o is None)
                     if o is not None:
-                        results.append(self.operand(o) if isinstance(o, torch.fx.Node) else _fail(o))
+                        results.append(self.operand(o) if _returnable(o) else _fail(o))
             elif node.op != "placeholder":
                 raise ImportFailure(f"unsupported FX node kind '{node.op}' ({node.name})")
         self._loc = None
@@ -310,8 +310,17 @@ def _touches_complex(node: torch.fx.Node) -> bool:
     return any(isinstance(v, torch.Tensor) and v.is_complex() for v in flat)
 
 
+def _returnable(o: Any) -> bool:
+    """A graph output tessera returns: a node's tensor or size. A float computed from
+    sizes (a ``SymFloat`` that a training forward saves for its backward, as BatchNorm's
+    ``n / (n - 1)`` of a 2-D input can be) is a 0-d tensor in the graph, where
+    AOTAutograd wants a Python number: the graph runs as ATen."""
+    return isinstance(o, torch.fx.Node) and not _is_float(o.meta.get("val"))
+
+
 def _fail(o: Any) -> SSAValue:
-    raise ImportFailure(f"graph output {o!r} is not a tensor")
+    what = "a float computed from sizes" if isinstance(o, torch.fx.Node) else "not a tensor"
+    raise ImportFailure(f"graph output {o} is {what}")
 
 
 def _ssa_name(name: str) -> str:

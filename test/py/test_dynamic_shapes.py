@@ -232,6 +232,54 @@ def test_a_dynamic_backward_views_reshapes_of_unit_dims_as_the_static_one_does()
     assert kernels[True, "backward"] == kernels[False, "backward"], kernels
 
 
+def test_a_forward_that_saves_a_float_of_sizes_for_its_backward():
+    """BatchNorm of a 2-D input of one channel in training: the forward saves
+    ``n / (n - 1)``, a float computed from sizes, for its backward; AOTAutograd takes
+    it as a Python number, so such a graph is compiled per size class (not a crash:
+    OpInfo's ``nn.functional.batch_norm`` sample, dynamic backward). Eager's values
+    and gradients."""
+    import torch.nn.functional as F
+
+    def f(x, w, b):
+        return F.batch_norm(x, torch.zeros(1), torch.ones(1), w, b, training=True, momentum=0.0)
+
+    compiled = torch.compile(f, backend="tessera", dynamic=True, options=STRICT)
+    for n in (3, 6):
+        x, w, b = torch.randn(n, 1), torch.randn(1), torch.randn(1)
+        got_args = [t.clone().requires_grad_() for t in (x, w, b)]
+        want_args = [t.clone().requires_grad_() for t in (x, w, b)]
+        got, want = compiled(*got_args), f(*want_args)
+        _close(got, want, f"output at {n}")
+        got.square().sum().backward()
+        want.square().sum().backward()
+        for name, g, e in zip("xwb", got_args, want_args):
+            _close(g.grad, e.grad, f"{name}.grad at {n}")
+
+
+def test_an_upsample_whose_backward_meta_fails_is_traced_decomposed():
+    """At symbolic sizes ATen's meta of ``upsample_nearest1d_backward`` fails on the
+    size list (``isIntList() INTERNAL ASSERT FAILED``) where tessera keeps the upsample
+    whole: the graph is traced again with ATen's decomposition (index gathers) and
+    compiled, not run as ATen. Eager's gradients at each size."""
+    import torch.nn.functional as F
+
+    def f(x):
+        return F.interpolate(x, (x.shape[1],), mode="nearest")
+
+    compiled = torch.compile(f, backend="tessera", dynamic=True, options=STRICT)
+    for n, c, w in ((2, 3, 4), (3, 5, 7)):
+        x = torch.randn(n, c, w)
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        with collect_reports() as reports:
+            got = compiled(xa)
+            got.square().sum().backward()
+        want = f(xb)
+        want.square().sum().backward()
+        _close(got, want, f"output at {n}x{c}x{w}")
+        _close(xa.grad, xb.grad, f"input gradient at {n}x{c}x{w}")
+        assert all(r.compiled for r in reports), [r.summary() for r in reports]
+
+
 def _float_of_sizes(x):
     n, c = x.shape[0], x.shape[1]
     return x * (n / 3) - c / (n - 1.0) + torch.sym_float(n * c)

@@ -64,6 +64,12 @@ def test_float32_forward_dynamic(name):
     _check(name, torch.float32, count=2, dynamic=True)
 
 
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n, "dynamic-backward")) for n in COMMON_OPS])
+def test_float32_backward_dynamic(name):
+    """The common ops' gradients with ``dynamic=True``: a training step at symbolic sizes."""
+    _check(name, torch.float32, count=3, backward=True, dynamic=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n, "float32")) for n in OPS])
 def test_float32_forward_all_samples(name):
