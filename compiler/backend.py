@@ -32,7 +32,7 @@ from tessera.runtime import layouts
 from tessera.runtime.cache import CompileCache
 from tessera.runtime.layouts import Placement
 
-from . import graph_cache, saved_layouts, targets
+from . import decompositions, graph_cache, saved_layouts, targets
 from .capture import aot_backend
 from .codegen.errors import UnknownTarget
 from .host_steps import HostProgram
@@ -475,7 +475,9 @@ def tessera_backend(gm: torch.fx.GraphModule, example_inputs, options: dict[str,
             return traced(whole=True)
         except (FallbackError, RestartAnalysis):  # RestartAnalysis: Dynamo's signal to trace the frame again
             raise
-        except Exception:  # noqa: BLE001 - a whole op's ATen meta failed (a symbolic upsample's backward): decomposed
+        except Exception as e:  # noqa: BLE001 - a whole op's ATen meta failed (a symbolic upsample's backward): decomposed
+            if not decompositions.raised_by_kept_op(e):
+                raise
             return traced(whole=False)
     except (FallbackError, RestartAnalysis):
         raise

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import traceback
 from collections.abc import Iterator
 
 import torch
@@ -46,6 +47,19 @@ _TRACE_KEYS = (DispatchKey.CompositeImplicitAutograd, DispatchKey.Autograd)
 
 def _kept_overloads() -> list:
     return [getattr(p, o) for p in KEPT_WHOLE for o in p.overloads()]
+
+
+def raised_by_kept_op(e: BaseException) -> bool:
+    """Whether ``e`` was raised inside a call of an op of ``KEPT_WHOLE`` or of
+    its backward (``aten.upsample_nearest1d_backward``, whose meta fails on a
+    symbolic size list): the failures that tracing with ATen's decompositions
+    of those ops avoids. Read from the OpOverload frames of ``e``'s traceback."""
+    kept = tuple(p.__name__ for p in KEPT_WHOLE)
+    for frame, _ in traceback.walk_tb(e.__traceback__):
+        op = frame.f_locals.get("self")
+        if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten" and op._opname.startswith(kept):
+            return True
+    return False
 
 
 INDUCTOR_ONLY = (

@@ -280,6 +280,25 @@ def test_an_upsample_whose_backward_meta_fails_is_traced_decomposed():
         assert all(r.compiled for r in reports), [r.summary() for r in reports]
 
 
+def _raised(call) -> BaseException:
+    try:
+        call()
+    except RuntimeError as e:
+        return e
+    raise AssertionError("the call did not fail")
+
+
+def test_only_a_kept_ops_failure_sends_a_trace_to_the_decomposed_retry():
+    """The backend traces a graph again with ATen's decompositions only when the
+    failure came from an op ``tsr`` keeps whole or its backward; any other trace
+    failure is not worth a second trace."""
+    from tessera.compiler.decompositions import raised_by_kept_op
+
+    aten = torch.ops.aten
+    assert raised_by_kept_op(_raised(lambda: aten.upsample_nearest1d_backward.default(torch.ones(2), [3], [1, 1, 3])))
+    assert not raised_by_kept_op(_raised(lambda: aten.mm.default(torch.ones(2, 3), torch.ones(4, 5))))
+
+
 def _float_of_sizes(x):
     n, c = x.shape[0], x.shape[1]
     return x * (n / 3) - c / (n - 1.0) + torch.sym_float(n * c)
