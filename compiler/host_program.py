@@ -52,6 +52,7 @@ from .host_steps import (
     IrOp,
     PlacedCall,
     PreparedWeights,
+    callee_function,
     fresh_copy,
 )
 from .interpreter import find_function
@@ -236,11 +237,9 @@ def _aten_view(op: Operation) -> bool:
     without writing it (``split.Tensor(Tensor(a -> *) self, ...) -> Tensor(a)[]``)."""
     if not isinstance(op, tsr.AtenCallOp):
         return False
-    namespace, name, overload = op.callee.data.split(".")
-    if namespace != "aten":
-        return False
-    returns = getattr(getattr(torch.ops.aten, name), overload)._schema.returns
-    return any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+    fn = callee_function(op.callee.data)
+    return isinstance(fn, torch._ops.OpOverload) and fn.namespace == "aten" and any(
+        r.alias_info is not None and not r.alias_info.is_write for r in fn._schema.returns)
 
 
 def _count_host_op(report: GraphReport, op: Operation) -> None:

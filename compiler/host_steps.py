@@ -244,6 +244,20 @@ class Operand:
     index: int
 
 
+def callee_function(callee: str) -> Any:
+    """A ``tsr.aten_call``'s callee as what runs it: ``"aten.add.Tensor"`` ->
+    ``torch.ops.aten.add.Tensor`` (an OpOverload); ``"tessera.…"`` -> tessera's
+    own host function, called directly, not through the dispatcher."""
+    namespace, op, overload = callee.split(".")
+    if namespace == "tessera":
+        from .conv_input_grad import HOST_FUNCTIONS as INPUT_GRAD
+        from .conv_weight_grad import HOST_FUNCTIONS as WEIGHT_GRAD
+        from .depthwise_backward import HOST_FUNCTIONS as DEPTHWISE
+
+        return {**INPUT_GRAD, **WEIGHT_GRAD, **DEPTHWISE}[callee]
+    return getattr(getattr(getattr(torch.ops, namespace), op), overload)
+
+
 class AtenCall:
     """``tsr.aten_call``: the ATen op named ``callee`` on its decoded arguments, the
     operands put in place of each :class:`Operand`; ``single``: one result (else a tuple)."""
@@ -254,15 +268,7 @@ class AtenCall:
 
     @functools.cached_property
     def _fn(self) -> Any:
-        """``"aten.add.Tensor"`` -> ``torch.ops.aten.add.Tensor``."""
-        namespace, op, overload = self.callee.split(".")
-        if namespace == "tessera":  # tessera's own ops: their functions, not through the dispatcher
-            from .conv_input_grad import HOST_FUNCTIONS as INPUT_GRAD
-            from .conv_weight_grad import HOST_FUNCTIONS as WEIGHT_GRAD
-            from .depthwise_backward import HOST_FUNCTIONS as DEPTHWISE
-
-            return {**INPUT_GRAD, **WEIGHT_GRAD, **DEPTHWISE}[self.callee]
-        return getattr(getattr(getattr(torch.ops, namespace), op), overload)
+        return callee_function(self.callee)
 
     def __call__(self, *operands: Any) -> Any:
         out = self._fn(*_filled(self.args, operands), **{k: _filled(v, operands) for k, v in self.kwargs.items()})
