@@ -31,6 +31,7 @@ from xdsl.ir import Operation, SSAValue
 from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
+from tessera.dialects.tsr.ops_elementwise import INT_OK_UNARY
 from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static, shape_of
 
 if TYPE_CHECKING:
@@ -98,11 +99,19 @@ _UNARY = {
     aten.abs.default: tsr.AbsOp,
     aten.erf.default: tsr.ErfOp,
     aten.reciprocal.default: tsr.ReciprocalOp,
+    aten.log1p.default: tsr.Log1pOp,
+    aten.expm1.default: tsr.Expm1Op,
+    aten.floor.default: tsr.FloorOp,
+    aten.ceil.default: tsr.CeilOp,
+    aten.trunc.default: tsr.TruncOp,
+    aten.round.default: tsr.RoundOp,
 }
 
 
 def _unary_converter(cls):
     def convert(imp, node, x):
+        if cls.name not in INT_OK_UNARY and not x.meta["val"].is_floating_point():  # floor of an int: a copy
+            raise NotConvertible(f"{cls.name} of a {x.meta['val'].dtype} tensor")
         return emit1(imp, node, cls.create(operands=[imp.operand(x)], result_types=[rtype(node)]))
 
     return convert
@@ -182,6 +191,18 @@ for _pred, _packet in _CMP.items():
         )
 
 
+@converts(aten.isnan.default)
+def _isnan(imp, node, x):
+    """``isnan(x)`` of a float tensor as ``x != x`` (only NaN is unordered with itself):
+
+        %m = tsr.cmp ne, %x, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xi1>
+    """
+    if not x.meta["val"].is_floating_point():
+        raise NotConvertible(f"isnan of a {x.meta['val'].dtype} tensor")
+    v = imp.operand(x)
+    return emit1(imp, node, tsr.CmpOp("ne", v, v, rtype(node)))
+
+
 @converts(aten.where.self)
 def _where(imp, node, c, a, b):
     ops = [imp.operand(v) for v in (c, a, b)]
@@ -204,9 +225,10 @@ def _bool_or_and(imp, node, a, b):
     return emit1(imp, node, tsr.WhereOp.create(operands=ops, result_types=[rtype(node)]))
 
 
-@converts(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default, aten.clamp.Tensor)
+@converts(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default, aten.clamp.Tensor,
+          aten.clamp_min.Tensor, aten.clamp_max.Tensor)
 def _clamp(imp, node, x, lo=None, hi=None):
-    if node.target is aten.clamp_max.default:
+    if node.target in (aten.clamp_max.default, aten.clamp_max.Tensor):
         lo, hi = None, lo
     if lo is None and hi is None:
         raise NotConvertible("clamp without bounds")

@@ -42,7 +42,8 @@ _ARITH_OPS = frozenset({"tsr.add", "tsr.sub", "tsr.mul", "tsr.div", "tsr.maximum
                         "tsr.relu"})
 """Elementwise ops computed as vector ops on f32 and f64."""
 _LANE_OPS = _ARITH_OPS | {"tsr.exp", "tsr.log", "tsr.sqrt", "tsr.rsqrt", "tsr.tanh", "tsr.erf", "tsr.abs",
-                          "tsr.reciprocal", "tsr.sigmoid", "tsr.silu", "tsr.gelu"}
+                          "tsr.reciprocal", "tsr.sigmoid", "tsr.silu", "tsr.gelu", "tsr.floor", "tsr.ceil", "tsr.trunc",
+                          "tsr.round"}
 """Elementwise ops computed as vector ops on f32 (the emitter expands their math for vectors
 of f32; f64's is a libm call). A compare and a select stay lane by lane: xDSL's
 ``arith.cmpf`` and ``arith.select`` take a scalar ``i1`` only."""

@@ -198,7 +198,8 @@ class ScalarLowering:
         kb, name = self.kb, op.name
         one = self.float_const(1.0, res)
         unary = {"tsr.exp": math.ExpOp, "tsr.log": math.LogOp, "tsr.sqrt": math.SqrtOp, "tsr.rsqrt": math.RsqrtOp,
-                 "tsr.tanh": math.TanhOp, "tsr.erf": math.ErfOp, "tsr.abs": math.AbsFOp}
+                 "tsr.tanh": math.TanhOp, "tsr.erf": math.ErfOp, "tsr.abs": math.AbsFOp, "tsr.floor": math.FloorOp,
+                 "tsr.ceil": math.CeilOp, "tsr.trunc": math.TruncOp, "tsr.round": math.RoundEvenOp}
         binary = {"tsr.add": arith.AddfOp, "tsr.sub": arith.SubfOp, "tsr.mul": arith.MulfOp, "tsr.div": arith.DivfOp,
                   "tsr.maximum": arith.MaximumfOp, "tsr.minimum": arith.MinimumfOp}
         if name in unary:
@@ -217,6 +218,10 @@ class ScalarLowering:
             return kb.value(arith.DivfOp(one if name == "tsr.sigmoid" else x, denom))
         if name == "tsr.gelu":
             return self._gelu(op, x, res)
+        if name == "tsr.log1p":
+            return self._log1p(x, one)
+        if name == "tsr.expm1":
+            return self._expm1(x, one)
         if name == "tsr.pow":
             return self._pow(op, xs, res)
         raise LoweringError(f"no kernel lowering for '{name}' on {res}")
@@ -231,6 +236,31 @@ class ScalarLowering:
         else:
             t = kb.value(math.ErfOp(kb.value(arith.MulfOp(x, self.float_const(0.7071067811865476, res)))))
         return kb.value(arith.MulfOp(kb.value(arith.MulfOp(half, x)), kb.value(arith.AddfOp(one, t))))
+
+    def _log1p(self, x: SSAValue, one: SSAValue) -> SSAValue:
+        """``log(1 + x)`` corrected by how far ``u = 1 + x`` rounded (Goldberg):
+        ``log(u) * x / (u - 1)``; ``x`` where ``u == 1``; ``log(u)`` where ``u - 1 == u``
+        (huge or infinite ``x``). No literal but 1, so no target spells an infinity."""
+        kb = self.kb
+        u = kb.value(arith.AddfOp(one, x))
+        d = kb.value(arith.SubfOp(u, one))
+        log_u = kb.value(math.LogOp(u))
+        r = kb.value(arith.MulfOp(log_u, kb.value(arith.DivfOp(x, d))))
+        r = kb.value(arith.SelectOp(kb.value(arith.CmpfOp(d, u, "oeq")), log_u, r))
+        return kb.value(arith.SelectOp(kb.value(arith.CmpfOp(u, one, "oeq")), x, r))
+
+    def _expm1(self, x: SSAValue, one: SSAValue) -> SSAValue:
+        """``e**x - 1`` corrected by how far ``u = e**x`` rounded (Kahan):
+        ``(u - 1) * x / log(u)``; ``x`` where ``u == 1``; ``u - 1`` where ``u - 1`` is
+        -1 (``x`` very negative) or ``u`` (huge or infinite ``u``)."""
+        kb = self.kb
+        u = kb.value(math.ExpOp(x))
+        um1 = kb.value(arith.SubfOp(u, one))
+        r = kb.value(arith.MulfOp(um1, kb.value(arith.DivfOp(x, kb.value(math.LogOp(u))))))
+        minus_one = kb.value(arith.NegfOp(one))
+        exact = kb.value(arith.OrIOp(kb.value(arith.CmpfOp(um1, u, "oeq")), kb.value(arith.CmpfOp(um1, minus_one, "oeq"))))
+        r = kb.value(arith.SelectOp(exact, um1, r))
+        return kb.value(arith.SelectOp(kb.value(arith.CmpfOp(u, one, "oeq")), x, r))
 
     def _pow(self, op: Operation, xs: list[SSAValue], res: Attribute) -> SSAValue:
         kb = self.kb

@@ -61,7 +61,7 @@ class UnaryOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_elementwise(self)
-        if self.name not in _INT_OK_UNARY and not dtypes.is_float(elem_of(self.input.type)):
+        if self.name not in INT_OK_UNARY and not dtypes.is_float(elem_of(self.input.type)):
             raise VerifyException(f"{self.name} needs a floating-point operand")
 
 
@@ -76,7 +76,7 @@ class BinaryOp(IRDLOperation):
         _verify_elementwise(self)
 
 
-_INT_OK_UNARY = {"tsr.neg", "tsr.relu", "tsr.abs"}
+INT_OK_UNARY = {"tsr.neg", "tsr.relu", "tsr.abs"}
 
 
 def _unary(op_name: str, doc: str) -> type[UnaryOp]:
@@ -101,6 +101,13 @@ TanhOp = _unary("tsr.tanh", "tanh x.  `%y = tsr.tanh %x : (tensor<4xf32>) -> ten
 AbsOp = _unary("tsr.abs", "|x|.  `%y = tsr.abs %x : (tensor<4xf32>) -> tensor<4xf32>`")
 ErfOp = _unary("tsr.erf", "erf x.  `%y = tsr.erf %x : (tensor<4xf32>) -> tensor<4xf32>`")
 ReciprocalOp = _unary("tsr.reciprocal", "1/x.  `%y = tsr.reciprocal %x : (tensor<4xf32>) -> tensor<4xf32>`")
+Log1pOp = _unary("tsr.log1p", "ln(1 + x), exact near 0.  `%y = tsr.log1p %x : (tensor<4xf32>) -> tensor<4xf32>`")
+Expm1Op = _unary("tsr.expm1", "e**x - 1, exact near 0.  `%y = tsr.expm1 %x : (tensor<4xf32>) -> tensor<4xf32>`")
+FloorOp = _unary("tsr.floor", "The largest integer <= x.  `%y = tsr.floor %x : (tensor<4xf32>) -> tensor<4xf32>`")
+CeilOp = _unary("tsr.ceil", "The smallest integer >= x.  `%y = tsr.ceil %x : (tensor<4xf32>) -> tensor<4xf32>`")
+TruncOp = _unary("tsr.trunc", "x rounded toward 0.  `%y = tsr.trunc %x : (tensor<4xf32>) -> tensor<4xf32>`")
+RoundOp = _unary("tsr.round", "x rounded to the nearest integer, halves to even (``torch.round``).  "
+                 "`%y = tsr.round %x : (tensor<4xf32>) -> tensor<4xf32>`")
 
 
 @irdl_op_definition
@@ -205,6 +212,7 @@ class WhereOp(IRDLOperation):
             raise VerifyException(f"condition must have element type i1, got {elem_of(self.cond.type)}")
 
 
-UNARY_OPS = (NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SigmoidOp, SiluOp, ReluOp, TanhOp, AbsOp, ErfOp, ReciprocalOp, GeluOp)
+UNARY_OPS = (NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SigmoidOp, SiluOp, ReluOp, TanhOp, AbsOp, ErfOp, ReciprocalOp, GeluOp,
+             Log1pOp, Expm1Op, FloorOp, CeilOp, TruncOp, RoundOp)
 BINARY_OPS = (AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp)
 ELEMENTWISE_OPS = (*UNARY_OPS, *BINARY_OPS, CmpOp, WhereOp)

@@ -50,7 +50,8 @@ _SCALAR_OPS = {
         "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "addf", "subf", "mulf", "divf", "maximumf",
         "minimumf", "negf", "cmpf", "cmpi", "select", "extf", "truncf", "extsi", "extui", "trunci", "sitofp",
         "uitofp", "fptosi", "index_cast", "andi", "ori", "xori")),
-    *(f"math.{n}" for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "absf", "powf", "fma")),
+    *(f"math.{n}" for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "absf", "powf", "fma", "floor", "ceil",
+                            "trunc", "roundeven")),
 }
 _INT = {1: torch.bool, 8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
 _FLOAT = {Float16Type: torch.float16, BFloat16Type: torch.bfloat16, Float32Type: torch.float32, Float64Type: torch.float64}
@@ -236,6 +237,8 @@ class KernelEval:
             "exp": lambda: torch.exp(a), "log": lambda: torch.log(a), "sqrt": lambda: torch.sqrt(a),
             "rsqrt": lambda: torch.rsqrt(a), "tanh": lambda: torch.tanh(a), "erf": lambda: torch.erf(a),
             "absf": lambda: torch.abs(a), "powf": lambda: torch.pow(a, x[1]), "fma": lambda: a * x[1] + x[2],
+            "floor": lambda: torch.floor(a), "ceil": lambda: torch.ceil(a), "trunc": lambda: torch.trunc(a),
+            "roundeven": lambda: torch.round(a),
         }
         if name in simple:
             r = simple[name]()
@@ -323,7 +326,8 @@ _INSIDE = {
         "constant", "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "addf", "subf", "mulf", "divf",
         "maximumf", "minimumf", "negf", "cmpf", "cmpi", "select", "extf", "truncf", "extsi", "extui", "trunci",
         "sitofp", "uitofp", "fptosi", "index_cast", "andi", "ori", "xori")),
-    *(f"math.{n}" for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "absf", "powf", "fma")),
+    *(f"math.{n}" for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "absf", "powf", "fma", "floor", "ceil",
+                            "trunc", "roundeven")),
 }
 _HALF = (Float16Type, BFloat16Type)
 

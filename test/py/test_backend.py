@@ -493,3 +493,22 @@ def test_training_max_pool_computes_its_indices():
     assert_close(x2.grad, g1, "input gradient through the pool")
     assert {r.kind for r in reports} == {"forward", "backward"}
     assert not any("max_pool2d_with_indices." in k for r in reports for k in r.aten_ops), [r.summary() for r in reports]
+
+
+_SPECIAL = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 1e-8, -1e-8, 1e-30, 0.0, -0.0, 1e-4, -0.3, -1.0, -0.9999999,
+                         88.0, 89.0, -100.0, 1e20, 3e38, float("inf"), float("-inf"), float("nan")])
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("fn", [torch.floor, torch.ceil, torch.trunc, torch.round, torch.log1p, torch.expm1, torch.isnan],
+                         ids=lambda f: f.__name__)
+def test_rounding_and_near_zero_functions_compile_exactly_at_special_values(fn, dynamic):
+    """Each compiles into one kernel (no ATen call) whose values are eager's to an ulp
+    or two at halves (round: to even), near 0 (log1p(1e-8) is 1e-8, not log(1.0) = 0),
+    at -1, at overflow, at the infinities and at NaN."""
+    x = torch.cat([_SPECIAL, torch.randn(200) * 4])
+    compiled = torch.compile(lambda t: fn(t * 1.0), backend="tessera", dynamic=dynamic, options={"strict": True})
+    with collect_reports() as reports:
+        got = compiled(x)
+    assert [(r.kernels, dict(r.aten_ops)) for r in reports] == [(1, {})], [r.summary() for r in reports]
+    torch.testing.assert_close(got, fn(x), rtol=2e-6, atol=1e-37, equal_nan=True)

@@ -252,6 +252,19 @@ def test_printed_kernels_compute_what_the_kernel_ir_means(ns, example_binaries):
     assert compared >= 3
 
 
+@needs_gxx
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_rounding_log1p_and_expm1_print_msl_that_runs(dtype, tmp_path):
+    """floor/ceil/trunc/round (``rint``: halves to even) and the compensated
+    log1p/expm1, printed as MSL: its C++ run matches the kernel IR's meaning."""
+    from test_ptx import _rounding_and_near_zero
+
+    (gm,) = capture(_rounding_and_near_zero, (torch.randn(8, 50).to(DTYPES[dtype]),)).forward
+    kernels = run_stages(gm, "metal", upto="kernel")["kernel"].value.kernels
+    binaries = CppKernels({"r": kernels}, tmp_path)
+    assert sum(check_against_reference(binaries.kernel("r", fn.sym_name.data), fn) for fn in kernels.body.block.ops) >= 2
+
+
 def _special_kernels() -> str:
     f, i1, i32 = memref([6], "f32"), memref([6], "i1"), memref([6], "i32")
     h = memref([6], "f16")

@@ -331,6 +331,20 @@ def test_half_kernels_match_eager():
         assert_close(gt.float(), e.float(), f"output #{i} ({e.dtype})", rtol=1e-2)
 
 
+def _rounding_and_near_zero(x):
+    return torch.round(x * 4) + torch.floor(x) * torch.ceil(x) - torch.trunc(x * 3), torch.log1p(x.abs()) + torch.expm1(x)
+
+
+def test_rounding_log1p_and_expm1_kernels_match_eager():
+    """floor/ceil/trunc/round-half-even and the compensated log1p/expm1 (no
+    libdevice: LLVM intrinsics and the inline exp/log) as NVPTX code."""
+    (gm,) = capture(_rounding_and_near_zero, (torch.randn(8, 50),)).forward
+    program = run_stages(gm, "ptx", upto="kernel")["kernel"].value
+    got, expected = run_emulated(program, gm)
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        assert_close(g, e, f"output #{i}", rtol=1e-5)
+
+
 def test_channels_last_kernel_reads_along_c_across_threads():
     """Adjacent threads of a channels-last pointwise kernel touch adjacent
     channels: running threads 0..k-1 writes exactly the first k elements in memory."""

@@ -71,8 +71,8 @@ func.func @aten_call(%x: tensor<1x64x8x8xf32, #tsr.layout<nhwc>>, %w: tensor<64x
 
 // Every unary op (int operands where allowed), on a layout, and gelu's `approximate`.
 // CHECK-LABEL: func.func @unary(
-// CHECK-SAME: %[[X:[^ ,:]+]]: tensor<2x8xf32>, %[[I:[^ ,:]+]]: tensor<2x8xi32>, %[[H:[^ ,:]+]]: tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
-func.func @unary(%x: tensor<2x8xf32>, %i: tensor<2x8xi32>, %h: tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+// CHECK-SAME: %[[X:[^ ,:]+]]: tensor<2x8xf32>, %[[I:[^ ,:]+]]: tensor<2x8xi32>, %[[H:[^ ,:]+]]: tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+func.func @unary(%x: tensor<2x8xf32>, %i: tensor<2x8xi32>, %h: tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
   // CHECK-NEXT: %[[NEG:[^ ,:]+]] = tsr.neg %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %neg = tsr.neg %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK-NEXT: %[[EXP:[^ ,:]+]] = tsr.exp %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
@@ -97,6 +97,18 @@ func.func @unary(%x: tensor<2x8xf32>, %i: tensor<2x8xi32>, %h: tensor<1x4x4x8xbf
   %erf = tsr.erf %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK-NEXT: %[[RECIP:[^ ,:]+]] = tsr.reciprocal %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %recip = tsr.reciprocal %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK-NEXT: %[[LOG1P:[^ ,:]+]] = tsr.log1p %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %log1p = tsr.log1p %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK-NEXT: %[[EXPM1:[^ ,:]+]] = tsr.expm1 %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %expm1 = tsr.expm1 %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK-NEXT: %[[FLOOR:[^ ,:]+]] = tsr.floor %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %floor = tsr.floor %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK-NEXT: %[[CEIL:[^ ,:]+]] = tsr.ceil %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %ceil = tsr.ceil %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK-NEXT: %[[TRUNC:[^ ,:]+]] = tsr.trunc %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %trunc = tsr.trunc %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  // CHECK-NEXT: %[[ROUND:[^ ,:]+]] = tsr.round %[[X]] : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %round = tsr.round %x : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK-NEXT: %[[INEG:[^ ,:]+]] = tsr.neg %[[I]] : (tensor<2x8xi32>) -> tensor<2x8xi32>
   %ineg = tsr.neg %i : (tensor<2x8xi32>) -> tensor<2x8xi32>
   // CHECK-NEXT: %[[IRELU:[^ ,:]+]] = tsr.relu %[[I]] : (tensor<2x8xi32>) -> tensor<2x8xi32>
@@ -111,8 +123,8 @@ func.func @unary(%x: tensor<2x8xf32>, %i: tensor<2x8xi32>, %h: tensor<1x4x4x8xbf
   %gelu_none = tsr.gelu %x {approximate = "none"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   // CHECK-NEXT: %[[GELU_TANH:[^ ,:]+]] = tsr.gelu %[[X]] {approximate = "tanh"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %gelu_tanh = tsr.gelu %x {approximate = "tanh"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
-  // CHECK-NEXT: func.return %[[NEG]], %[[EXP]], %[[LOG]], %[[SQRT]], %[[RSQRT]], %[[SIGMOID]], %[[SILU]], %[[RELU]], %[[TANH]], %[[ABS]], %[[ERF]], %[[RECIP]], %[[INEG]], %[[IRELU]], %[[IABS]], %[[HSILU]], %[[GELU]], %[[GELU_NONE]], %[[GELU_TANH]] : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
-  func.return %neg, %exp, %log, %sqrt, %rsqrt, %sigmoid, %silu, %relu, %tanh, %abs, %erf, %recip, %ineg, %irelu, %iabs, %hsilu, %gelu, %gelu_none, %gelu_tanh : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+  // CHECK-NEXT: func.return %[[NEG]], %[[EXP]], %[[LOG]], %[[SQRT]], %[[RSQRT]], %[[SIGMOID]], %[[SILU]], %[[RELU]], %[[TANH]], %[[ABS]], %[[ERF]], %[[RECIP]], %[[INEG]], %[[IRELU]], %[[IABS]], %[[HSILU]], %[[GELU]], %[[GELU_NONE]], %[[GELU_TANH]], %[[LOG1P]], %[[EXPM1]], %[[FLOOR]], %[[CEIL]], %[[TRUNC]], %[[ROUND]] : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+  func.return %neg, %exp, %log, %sqrt, %rsqrt, %sigmoid, %silu, %relu, %tanh, %abs, %erf, %recip, %ineg, %irelu, %iabs, %hsilu, %gelu, %gelu_none, %gelu_tanh, %log1p, %expm1, %floor, %ceil, %trunc, %round : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<2x8xi32>, tensor<1x4x4x8xbf16, #tsr.layout<nhwc>>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 // CHECK-NEXT: }
 }
 
