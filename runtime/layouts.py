@@ -77,19 +77,19 @@ class OrderPlacement:
 @dataclass(frozen=True)
 class SizedLayout:
     """The layout of a kernel output of dynamic sizes (a program's ``SizedAlloc``):
-    per dim ``(input, dim, mul, add)`` is ``size(input, dim) * mul + add`` (input
-    -1: the number ``add``; the compiler's ``lowering/dim_exprs.py``), stored
+    per dim ``(input, dim, mul, add, div)`` is ``(size(input, dim) * mul + add) // div``
+    (input -1: the number ``add``; the compiler's ``lowering/dim_exprs.py``), stored
     densely in dim order ``order``.
 
-        SizedLayout(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8)), (0, 1))(x)   # ((n, 8), (8, 1), float32), n = x.shape[0]
+        SizedLayout(torch.float32, ((0, 0, 1, 0, 1), (-1, 0, 0, 8, 1)), (0, 1))(x)   # ((n, 8), (8, 1), float32), n = x.shape[0]
     """
 
     dtype: torch.dtype
-    dims: tuple[tuple[int, int, int, int], ...]
+    dims: tuple[tuple[int, int, int, int, int], ...]
     order: tuple[int, ...]
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...], torch.dtype]:
-        sizes = tuple(add if i < 0 else inputs[i].shape[d] * mul + add for i, d, mul, add in self.dims)
+        sizes = tuple(add if i < 0 else (inputs[i].shape[d] * mul + add) // div for i, d, mul, add, div in self.dims)
         return sizes, dense_strides(sizes, self.order), self.dtype
 
 

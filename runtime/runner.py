@@ -168,8 +168,8 @@ class _Writer:
             self.emit(f"s, st, dt = {self.name('L', layout)}({', '.join(_b(a) for a in step.args)})")
             fits, new = " or (t.shape, t.stride(), t.dtype) != (s, st, dt)", "new(s, st, dtype=dt, device=device)"
         else:
-            sizes = [str(add) if i < 0 else _affine(f"{self.sizes_of(step.args[i], 'shape')}[{d}]", mul, add)
-                     for i, d, mul, add in layout.dims]
+            sizes = [str(add) if i < 0 else _affine(f"{self.sizes_of(step.args[i], 'shape')}[{d}]", mul, add, div)
+                     for i, d, mul, add, div in layout.dims]
             self.emit(f"s = ({', '.join(sizes)},)")
             # the kept tensor came from this layout: its dtype and dim order; equal sizes, equal strides
             fits, new = " or t.shape != s", self._new("s", f"dense(s, {self.name('O', layout.order)})", layout.dtype)
@@ -272,10 +272,11 @@ def _b(buffer: int) -> str:
     return f"b{buffer}"
 
 
-def _affine(size: str, mul: int, add: int) -> str:
-    """``size * mul + add`` as source, without the identities."""
+def _affine(size: str, mul: int, add: int, div: int) -> str:
+    """``(size * mul + add) // div`` as source, without the identities."""
     term = size if mul == 1 else f"{size} * {mul}"
-    return term if add == 0 else f"{term} + {add}" if add > 0 else f"{term} - {-add}"
+    term = term if add == 0 else f"{term} + {add}" if add > 0 else f"{term} - {-add}"
+    return term if div == 1 else f"({term}) // {div}"
 
 
 def _extent(shape: str, g: Sequence[int]) -> str:

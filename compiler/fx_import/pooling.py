@@ -29,7 +29,7 @@ from tessera.dialects import tsr
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, with_elem
 
-from .converters import NotConvertible, converts, emit1, per_spatial_dim, slice_op
+from .converters import SLICE_END, NotConvertible, converts, emit1, per_spatial_dim, slice_op
 from .types import tensor_type
 
 if TYPE_CHECKING:
@@ -41,16 +41,25 @@ MAX_WINDOW = 64
 """Windows of more elements stay ATen's call (one slice each would make a long kernel)."""
 
 
-def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, fill: float | int) -> list[SSAValue]:
+def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, fill: float | int,
+                  ceil_mode: bool = False) -> list[SSAValue]:
     """``x`` padded with ``fill``, then one strided slice per offset of the window,
-    each of the pool's output shape (``node``'s value, its first if a tuple)."""
+    each of the pool's output shape (``node``'s value, its first if a tuple).
+
+    Along a symbolic size ``n`` the input is padded by ``padding`` on both sides and
+    offset ``j``'s slice ends ``dilation * (k - 1) - j`` before the padded end, so its
+    ``ceil((n + 2p - dilation * (k - 1)) / stride)`` elements are the floor-mode
+    pool's at every ``n``: ``tsr.slice {start = j, end = j - 2, step = 2}`` for a
+    3-wide window. A ceil-mode pool of stride > 1 drops its last window at some
+    sizes only: over a symbolic size it is not converted."""
     val = node.meta["val"]
     out_shape = list((val[0] if isinstance(val, (tuple, list)) else val).shape)
     in_shape = list(node.args[0].meta["val"].shape)
     rank, nd = len(in_shape), len(kernel)
     spatial = range(rank - nd, rank)
-    if any(not isinstance(in_shape[d], int) or not isinstance(out_shape[d], int) for d in spatial):
-        raise NotConvertible("a pool over symbolic sizes")
+    symbolic = [not isinstance(in_shape[d], int) or not isinstance(out_shape[d], int) for d in spatial]
+    if any(sym and ceil_mode and stride[i] > 1 for i, sym in enumerate(symbolic)):
+        raise NotConvertible("a ceil-mode pool over symbolic sizes")
     if not 1 < math.prod(kernel) <= MAX_WINDOW:
         raise NotConvertible(f"a window of {math.prod(kernel)} elements")
     source = imp.operand(x)
@@ -58,6 +67,9 @@ def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, f
     low, high = [0] * rank, [0] * rank
     for i, d in enumerate(spatial):
         low[d] = padding[i]
+        if symbolic[i]:
+            high[d] = padding[i]
+            continue
         reach = (out_shape[d] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1  # of the padded input
         high[d] = max(0, reach - in_shape[d] - padding[i])
     padded_shape = [n + lo + hi if isinstance(n, int) else DYNAMIC for n, lo, hi in zip(in_shape, low, high)]
@@ -72,9 +84,12 @@ def window_slices(imp: FxImporter, node, x, kernel, stride, padding, dilation, f
         value, shape = padded, list(padded_shape)
         for i, d in enumerate(spatial):
             start = offsets[i] * dilation[i]
-            shape[d] = out_shape[d]
-            value = slice_op(imp, node, value, d, start, start + (out_shape[d] - 1) * stride[i] + 1, stride[i],
-                              TensorType(elem, shape, perm))
+            if symbolic[i]:
+                shape[d], end = DYNAMIC, start - dilation[i] * (kernel[i] - 1)
+                end = end if end < 0 else SLICE_END
+            else:
+                shape[d], end = out_shape[d], start + (out_shape[d] - 1) * stride[i] + 1
+            value = slice_op(imp, node, value, d, start, end, stride[i], TensorType(elem, shape, perm))
         slices.append(value)
     return slices
 
@@ -112,7 +127,9 @@ def _max_pool(imp, node, x, kernel_size, stride=(), padding=0, dilation=1, ceil_
     dtype = node.args[0].meta["val"].dtype
     fill = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
     try:
-        slices = window_slices(imp, node, x, kernel, stride, padding, dilation, fill)
+        if indices and not all(isinstance(n, int) for n in node.args[0].meta["val"].shape[-nd:]):
+            raise NotConvertible("the indices of a pool over symbolic sizes")
+        slices = window_slices(imp, node, x, kernel, stride, padding, dilation, fill, ceil_mode)
     except NotConvertible:
         if indices:
             raise
@@ -211,14 +228,18 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
     val = node.meta["val"]
     if val.dtype not in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
         raise NotConvertible(f"an average pool of {val.dtype}")
+    nd = 2 if node.target is aten.avg_pool2d.default else 3
+    kernel, padding = per_spatial_dim(kernel_size, nd), per_spatial_dim(padding, nd)
+    stride = per_spatial_dim(stride, nd, kernel)
+    in_shape, out_shape = node.args[0].meta["val"].shape[-nd:], val.shape[-nd:]
+    static = all(isinstance(n, int) for n in (*in_shape, *out_shape))
+    if not (static or divisor_override or ((count_include_pad or not any(padding)) and not ceil_mode)):
+        raise NotConvertible("an average pool over symbolic sizes whose border windows count fewer elements")
     half = val.dtype in (torch.bfloat16, torch.float16)
     if half:
         source = imp.operand(x)
         x = imp.emit(tsr.ConvertOp.create(operands=[source], result_types=[with_elem(source.type, f32)])).results[0]
-    nd = 2 if node.target is aten.avg_pool2d.default else 3
-    kernel, padding = per_spatial_dim(kernel_size, nd), per_spatial_dim(padding, nd)
-    stride = per_spatial_dim(stride, nd, kernel)
-    slices = window_slices(imp, node, x, kernel, stride, padding, [1] * nd, 0.0)
+    slices = window_slices(imp, node, x, kernel, stride, padding, [1] * nd, 0.0, ceil_mode)
     total = _combine(imp, node, tsr.AddOp, slices, slices[0].type)
     result = tensor_type(val)
 
@@ -230,7 +251,8 @@ def _avg_pool(imp, node, x, kernel_size, stride=(), padding=0, ceil_mode=False, 
 
     if divisor_override:
         return divide(imp.scalar(float(divisor_override)))
-    in_shape, out_shape = node.args[0].meta["val"].shape[-nd:], val.shape[-nd:]
+    if not static:  # every window inside the padded input, or no padding: whole windows
+        return divide(imp.scalar(float(math.prod(kernel))))
     per_dim = [_divisor_counts(n, o, k, s, p, count_include_pad)
                for n, o, k, s, p in zip(in_shape, out_shape, kernel, stride, padding)]
     counts = [math.prod(c) for c in itertools.product(*per_dim)]

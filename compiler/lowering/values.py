@@ -57,7 +57,7 @@ class ValueEmitter:
         if isinstance(e, int):
             return self.kb.index(e)
         kb = self.kb
-        return kb.add(kb.mul(kb.dim(self.refs[e.operand], e.dim), e.mul), e.add)
+        return kb.div(kb.add(kb.mul(kb.dim(self.refs[e.operand], e.dim), e.mul), e.add), e.div)
 
     def at(self, v: SSAValue, idx: Index) -> SSAValue:
         """The value of ``v`` at logical index ``idx``, in its compute type."""

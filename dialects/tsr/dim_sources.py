@@ -1,14 +1,16 @@
 """Where an op's dynamic result dims come from: each is an affine function of
-one operand's size, known at run time only.
+one operand's size, floor-divided by a number, known at run time only.
 
     %p = tsr.pad %x, %z {low = array<i64: 0, 0, 1>, high = array<i64: 0, 0, 2>}   // x: tensor<1x8x?xf32>
     dim_source(%p.owner, 2) == DimSource(operand=0, dim=2, mul=1, add=3)         // size(x, 2) + 3
     %s = tsr.slice %x {dim = 2, start = 1, end = 9223372036854775807, step = 1}  // x[:, :, 1:]
     dim_source(%s.owner, 2) == DimSource(0, 2, 1, -1)
+    %t = tsr.slice %x {dim = 2, start = 1, end = -2, step = 2}                   // x[:, :, 1:-2:2]
+    dim_source(%t.owner, 2) == DimSource(0, 2, 1, -2, 2)                         // (size(x, 2) - 2) // 2
 
 ``fuse-kernels`` keeps on the host (ATen's call, which sizes its result
 itself) an op with a dynamic dim that has no source: a concat along it, a
-strided slice of it. The kernel lowering (``lowering/dim_exprs.py``) follows
+slice of it that starts from its end. The kernel lowering (``lowering/dim_exprs.py``) follows
 the sources back to the fused kernel's inputs, which the host allocates from.
 
 A slice of a dynamic dim keeps Python's bounds (``tsr.slice``): a negative
@@ -37,19 +39,26 @@ SLICE_TO_END = 2**62
 
 @dataclass(frozen=True)
 class DimSource:
-    """``size(operand #operand, dim) * mul + add``."""
+    """``(size(operand #operand, dim) * mul + add) // div``."""
 
     operand: int
     dim: int
     mul: int = 1
     add: int = 0
+    div: int = 1
 
-    def applied_to(self, size: DimSource | int) -> DimSource | int:
-        """This source's ``* mul + add`` applied to ``size``, what its operand's dim
-        is (a number, or itself a source: the sources of a chain of ops compose)."""
+    def applied_to(self, size: DimSource | int) -> DimSource | int | None:
+        """This source's ``(* mul + add) // div`` applied to ``size``, what its
+        operand's dim is (a number, or itself a source: the sources of a chain of
+        ops compose); None where they do not compose into one source (a multiple
+        of a quotient: ``(n // 2) * 2``)."""
         if isinstance(size, int):
-            return size * self.mul + self.add
-        return DimSource(size.operand, size.dim, size.mul * self.mul, size.add * self.mul + self.add)
+            return (size * self.mul + self.add) // self.div
+        if size.div == 1:
+            return DimSource(size.operand, size.dim, size.mul * self.mul, size.add * self.mul + self.add, self.div)
+        if self.mul == 1:  # (q // d1 + a) // d2 == (q + a * d1) // (d1 * d2)
+            return DimSource(size.operand, size.dim, size.mul, size.add + self.add * size.div, size.div * self.div)
+        return None
 
 
 def dim_source(op: Operation, d: int) -> DimSource | int | None:
@@ -96,12 +105,12 @@ def dim_source(op: Operation, d: int) -> DimSource | int | None:
 
 
 def _slice_source(op: SliceOp, d: int) -> DimSource | None:
-    """A unit-step slice of a dynamic dim from a start ``s >= 0``: to the end
-    (``n - s``) or to ``e < 0`` from it (``n + e - s``)."""
+    """A slice of a dynamic dim from a start ``s >= 0`` by ``step``: to the end
+    (``ceil((n - s) / step)``) or to ``e < 0`` from it (``ceil((n + e - s) / step)``)."""
     start, end, step = op.start.value.data, op.end.value.data, op.step.value.data
-    if step != 1 or start < 0 or 0 <= end < SLICE_TO_END:
+    if start < 0 or 0 <= end < SLICE_TO_END:
         return None
-    return DimSource(0, d, 1, -start if end >= SLICE_TO_END else end - start)
+    return DimSource(0, d, 1, (-start if end >= SLICE_TO_END else end - start) + step - 1, step)
 
 
 def reshape_anchors(op: ReshapeOp) -> list[tuple[int, int]] | None:
@@ -151,7 +160,7 @@ def dim_origin(v: SSAValue, d: int) -> tuple[SSAValue, int]:
         if d >= len(shape) or shape[d] != DYNAMIC:
             break
         src = dim_source(v.owner, d)
-        if not isinstance(src, DimSource) or src.mul != 1 or src.add != 0:
+        if not isinstance(src, DimSource) or (src.mul, src.add, src.div) != (1, 0, 1):
             break
         v, d = v.owner.operands[src.operand], src.dim
     return v, d

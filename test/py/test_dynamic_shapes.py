@@ -537,8 +537,9 @@ def _slices(x):
 
 def test_slices_and_concats_of_dynamic_dims():
     """Slices of a dynamic dim keep Python's bounds (from the start, the end, to
-    the end) and fuse into kernels; a strided slice and a concat along a dynamic
-    dim, which a kernel cannot size, run on the host: one compile, every size exact."""
+    the end) and fuse into kernels, a strided one too (sized ``ceil((n - 1) / 2)``
+    at run time); a concat along a dynamic dim, which a kernel cannot size, runs
+    on the host: one compile, every size exact."""
     compiled = torch.compile(_slices, backend="tessera", dynamic=True, options=STRICT)
     with torch.no_grad(), collect_reports() as reports:
         for n in (8, 12, 9):
@@ -546,8 +547,7 @@ def test_slices_and_concats_of_dynamic_dims():
             for k, (got, want) in enumerate(zip(compiled(x), _slices(x), strict=True)):
                 _close(got, want, f"output {k} at {n}")
     assert reports[-1].dynamic, [r.summary() for r in reports]
-    assert reports[-1].aten_ops == {"tsr.concat (not fused)": 1} and reports[-1].views["tsr.slice"] == 1, \
-        reports[-1].summary()
+    assert reports[-1].aten_ops == {"tsr.concat (not fused)": 1} and not reports[-1].views, reports[-1].summary()
 
 
 def test_an_output_that_is_a_view_of_an_input_stays_one():

@@ -138,15 +138,32 @@ def test_half_pools_compile_exact(dtype):
         _exact(got, fn(x))
 
 
-def test_pool_over_dynamic_sizes_stays_aten_and_matches():
-    """Over symbolic sizes a max pool is ATen's ``max_pool2d`` (values only)."""
-    fn = lambda x: F.max_pool2d(torch.relu(x), 3, 2, 1)  # noqa: E731
+_DYNAMIC_POOLS = {
+    "max 3x3 s2 p1 after a ReLU": (lambda x: F.max_pool2d(torch.relu(x), 3, 2, 1), True),
+    "max 2x2": (lambda x: F.max_pool2d(x, 2), True),
+    "max dilated": (lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2), True),
+    "avg 3x3 s2 p1": (lambda x: F.avg_pool2d(x, 3, 2, 1), True),
+    "avg divisor_override": (lambda x: F.avg_pool2d(x, 3, 1, 1, divisor_override=5), True),
+    "max ceil_mode": (lambda x: F.max_pool2d(x, 3, 2, 0, ceil_mode=True), False),
+    "avg border windows": (lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), False),
+}
+
+
+@pytest.mark.parametrize("name", list(_DYNAMIC_POOLS))
+def test_pools_over_dynamic_sizes(name):
+    """Over symbolic sizes a floor-mode pool is its window slices in one kernel (each
+    slice sized ``ceil((n + 2p - d(k - 1)) / s)`` at run time); a ceil-mode pool of
+    stride 2 (its last window comes and goes with the size) and an average whose
+    border windows count fewer elements stay ATen's call. Exact at every size."""
+    fn, compiles = _DYNAMIC_POOLS[name]
     compiled = torch.compile(fn, backend="tessera", dynamic=True, options={"strict": True})
     with torch.no_grad(), collect_reports() as reports:
-        for size in (9, 12):
-            x = _input((1, 4, size, size))
+        for shape in ((2, 4, 9, 9), (1, 4, 12, 7), (3, 4, 16, 10)):
+            x = _input(shape)
             _exact(compiled(x), fn(x))
-    assert any("max_pool2d.default" in k for r in reports for k in r.aten_ops), [r.summary() for r in reports]
+    assert reports and all(r.dynamic for r in reports), [r.summary() for r in reports]
+    aten = [k for r in reports for k in r.aten_ops]
+    assert (aten == []) == compiles, [r.summary() for r in reports]
 
 
 def test_max_pool_with_indices_over_dynamic_sizes_runs_channels_last():

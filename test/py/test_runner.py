@@ -112,7 +112,7 @@ def test_sized_allocations_are_kept_while_sizes_repeat(scale_module):
     """A ``SizedAlloc``'s tensor is the last run's when the sizes repeat and no
     one holds it; a new size (or a held tensor) gets a new one."""
     k = scale_module.kernel("scale")
-    layout = SizedLayout(torch.float32, ((0, 0, 1, 0), (-1, 0, 0, 8), (0, 2, 1, 0), (0, 3, 1, 0)), (0, 2, 3, 1))
+    layout = SizedLayout(torch.float32, ((0, 0, 1, 0, 1), (-1, 0, 0, 8, 1), (0, 2, 1, 0, 1), (0, 3, 1, 0, 1)), (0, 2, 3, 1))
     seen = []
     prog = Program(steps=[SizedAlloc(2, layout, (0,)), Launch(k, (0, 1, 2)),
                           Call(lambda t: (seen.append(t.data_ptr()), t.relu())[1], (2,), (3,))],

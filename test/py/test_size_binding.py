@@ -72,7 +72,7 @@ def _rows_by_data(x: torch.Tensor) -> torch.Tensor:
 def test_a_size_that_depends_on_data_runs_unbound():
     """A call's result sized by the data: the bound program meets another size and
     says so (its guard), and the placements run on the program of run-time sizes."""
-    layout = SizedLayout(torch.float32, ((0, 0, 1, 0),), (0,))
+    layout = SizedLayout(torch.float32, ((0, 0, 1, 0, 1),), (0,))
     prog = Program(steps=[Call(_rows_by_data, (0,), (1,)), SizedAlloc(2, layout, (1,)),
                           Call(lambda a, out: a + out.fill_(1.0), (1, 2), (3,))], inputs=(0,), outputs=(3,))
     for rows in (3, 3, 5, 2, 5):
@@ -93,7 +93,7 @@ def test_a_placed_call_is_bound_to_its_results_placements():
     of the run that bound it (``SizedCall``). Where a bound size came from a result of
     other sizes, it says so and the run is the unbound program's; a result no size
     came from keeps the call's own placement."""
-    layout = SizedLayout(torch.float32, ((0, 0, 1, 0),), (0,))
+    layout = SizedLayout(torch.float32, ((0, 0, 1, 0, 1),), (0,))
     guarded = Program(steps=[Call(_placed(_rows_by_data, "rows"), (0,), (1,)), SizedAlloc(2, layout, (1,)),
                              Call(lambda a, out: a + out.fill_(1.0), (1, 2), (3,))], inputs=(0,), outputs=(3,))
     free = Program(steps=[Call(_placed(_rows_by_data, "rows"), (0,), (1,)), SizedAlloc(2, layout, (0,)),

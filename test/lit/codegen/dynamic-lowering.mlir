@@ -4,7 +4,7 @@
 //   at dynamic sizes), the pad in front of it fused with the SiLU and the
 //   NCHW -> NHWC relayout, the phases interleaved with the tanh after;
 // - the host allocates each dynamic result from its input's sizes
-//   (`tsr.result_dims`: (input, dim, mul, add) per dim: n + 2 for the pad,
+//   (`tsr.result_dims`: (input, dim, mul, add, div) per dim: n + 2 for the pad,
 //   2 * (n - 1) for the interleave);
 // - a relayout read at the output's index goes through 8x8 transpose tiles
 //   over a grid of (n + 7) / 8 tiles per dynamic dim.
@@ -12,10 +12,10 @@
 // RUN: compilerctl dump %s --target x86 --stage llvm | filecheck %s --check-prefix=LLVM
 
 // CHECK-LABEL: func.func @forward(
-// CHECK: tsr.launch @fused_0(%x) {tsr.result_dims = [array<i64: -1, 0, 0, 1, -1, 0, 0, 16, 0, 2, 1, 2, 0, 3, 1, 2>]} : (tensor<1x16x?x?xf32>) -> tensor<1x16x?x?xf32, #tsr.layout<nhwc>>
+// CHECK: tsr.launch @fused_0(%x) {tsr.result_dims = [array<i64: -1, 0, 0, 1, 1, -1, 0, 0, 16, 1, 0, 2, 1, 2, 1, 0, 3, 1, 2, 1>]} : (tensor<1x16x?x?xf32>) -> tensor<1x16x?x?xf32, #tsr.layout<nhwc>>
 // CHECK: tsr.polyphase_weight
 // CHECK: tsr.conv {{.*}} -> tensor<1x64x?x?xf32, #tsr.layout<nhwc>>
-// CHECK: tsr.launch @fused_1({{.*}}) {tsr.result_dims = [array<i64: -1, 0, 0, 1, -1, 0, 0, 16, 0, 2, 2, -2, 0, 3, 2, -2>]} : (tensor<1x64x?x?xf32, #tsr.layout<nhwc>>) -> tensor<1x16x?x?xf32>
+// CHECK: tsr.launch @fused_1({{.*}}) {tsr.result_dims = [array<i64: -1, 0, 0, 1, 1, -1, 0, 0, 16, 1, 0, 2, 2, -2, 1, 0, 3, 2, -2, 1>]} : (tensor<1x64x?x?xf32, #tsr.layout<nhwc>>) -> tensor<1x16x?x?xf32>
 
 // CHECK-LABEL: func.func @fused_0(%in0: memref<1x16x?x?xf32, strided<[?, ?, ?, 1]>>, %out0: memref<1x16x?x?xf32, strided<[?, 1, ?, 16]>>)
 // CHECK: memref.dim %out0
