@@ -7,8 +7,8 @@ call:
     // static sizes: traced as a reduction per tap (pointwise ops and sums that fuse
     // into one reduction kernel, ``tapwise_weight_grad``)
     gw[c, 0, i, j] = sum(dy * pad(x)[:, :, i*d : i*d + s*(ho-1) + 1 : s, j*d : ...], [0, 2, 3])
-    // symbolic sizes, a window of more than 3x3 at stride 1: the same taps, each window
-    // a slice of the padded input that ends a fixed count before its end
+    // symbolic sizes, a window of more than 3x3: the same taps, each window a slice
+    // of the padded input by the stride that ends a fixed count before its end
     // symbolic sizes otherwise: the plane is known when the op runs
     gx, gw = tessera.depthwise_backward(dy, x, w, [1, 1], [1, 1], [1, 1], input_grad=True, channels_last=False)
 
@@ -78,9 +78,10 @@ def backward(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride, paddi
 def taps_at_every_size(w: torch.Tensor, stride) -> bool:
     """Whether a depthwise weight gradient is summed tap by tap at every plane (a window of
     more than :data:`LIBRARY_TAPS` taps), each tap's window a slice that a symbolic plane
-    still sizes (stride 1: it ends a fixed count before the padded input's end,
-    ``dim_sources``), so that the taps are traced into the graph at symbolic sizes too."""
-    return w.shape[2] * w.shape[3] > LIBRARY_TAPS and all(s == 1 for s in stride)
+    still sizes (it ends a fixed count before the padded input's end: ``dim_sources``
+    sizes it ``ceil((n + end - start) / stride)``), so that the taps are traced into the
+    graph at symbolic sizes too."""
+    return w.shape[2] * w.shape[3] > LIBRARY_TAPS
 
 
 def tapwise_weight_grad(grad, x, weight_size, stride, padding, dilation):
@@ -89,26 +90,25 @@ def tapwise_weight_grad(grad, x, weight_size, stride, padding, dilation):
 
         dw[c, 0, i, j] = sum over n, y, x of dy[n, c, y, x] * pad(x)[n, c, y*s + i*d, x*s + j*d]
 
-    At stride 1 the window of tap ``i`` (of ``k``) ends ``d * (k - 1 - i)`` before the padded
-    input's end, a bound that needs no size (a symbolic plane's slices fuse)."""
+    The window of tap ``i`` (of ``k``) ends ``d * (k - 1 - i)`` before the padded input's
+    end, a bound that needs no size (a symbolic plane's slices fuse): from ``i * d`` by
+    ``s``, ``ceil((n + 2p - d * (k - 1)) / s)`` elements, the conv's output size."""
     kh, kw = weight_size[2], weight_size[3]
     (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
     padded = aten.constant_pad_nd.default(x, [pw, pw, ph, ph], 0.0)
     taps = []
     for i in range(kh):
-        rows = aten.slice.Tensor(padded, 2, i * dh, _window_end(i, kh, sh, dh, grad.shape[2]), sh)
+        rows = aten.slice.Tensor(padded, 2, i * dh, _window_end(i, kh, dh), sh)
         for j in range(kw):
-            window = aten.slice.Tensor(rows, 3, j * dw, _window_end(j, kw, sw, dw, grad.shape[3]), sw)
+            window = aten.slice.Tensor(rows, 3, j * dw, _window_end(j, kw, dw), sw)
             taps.append(aten.sum.dim_IntList(aten.mul.Tensor(grad, window), [0, 2, 3]))
     return aten.reshape.default(aten.stack.default(taps, 1), list(weight_size))
 
 
-def _window_end(i: int, k: int, s: int, d: int, out: int):
-    """The end of tap ``i``'s window along a dim of ``out`` output points: from the padded
-    end at stride 1 (to it for the last tap), else ``i*d + s*(out - 1) + 1``."""
-    if s == 1:
-        return -d * (k - 1 - i) if i < k - 1 else sys.maxsize
-    return i * d + s * (out - 1) + 1
+def _window_end(i: int, k: int, d: int) -> int:
+    """The end of tap ``i``'s window: ``d * (k - 1 - i)`` before the padded end (to it for
+    the last tap)."""
+    return -d * (k - 1 - i) if i < k - 1 else sys.maxsize
 
 
 def _depthwise_backward(dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor, stride: list[int], padding: list[int],

@@ -242,14 +242,16 @@ def _matches_eager(model: _Depthwise, x: torch.Tensor) -> None:
     torch.testing.assert_close(got_x, x.grad, rtol=1e-4, atol=1e-5)
 
 
-def test_a_dynamic_training_step_traces_a_5x5_depthwise_weight_gradient_tap_by_tap():
-    """``dynamic=True``, a 5x5 window at stride 1: the taps are traced into the backward at
-    symbolic sizes (no ``tessera.depthwise_backward``, no program per size), each window a
-    slice that ends a fixed count before the padded input's end; eager's gradients at
-    planes smaller and larger than the window."""
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_dynamic_training_step_traces_a_5x5_depthwise_weight_gradient_tap_by_tap(stride):
+    """``dynamic=True``, a 5x5 window at stride 1 or 2: the taps are traced into the backward
+    at symbolic sizes (no ``tessera.depthwise_backward``, no program per size), each window a
+    slice by the stride that ends a fixed count before the padded input's end (its size
+    ``ceil((n + 2p - 4) / s)``, odd planes included); eager's gradients at planes smaller
+    and larger than the window."""
     torch.manual_seed(0)
     model = _Depthwise(32)
-    model.conv = torch.nn.Conv2d(32, 32, 5, padding=2, groups=32)
+    model.conv = torch.nn.Conv2d(32, 32, 5, stride=stride, padding=2, groups=32)
     compiled = torch.compile(model, backend="tessera", dynamic=True, options={"strict": True})
     for shape in ((2, 32, 9, 7), (3, 32, 2, 3), (1, 32, 12, 12)):
         x = torch.randn(shape).to(memory_format=torch.channels_last).requires_grad_()
