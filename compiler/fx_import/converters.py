@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f64,
+    i1,
     i64,
 )
 from xdsl.ir import Operation, SSAValue
@@ -203,6 +204,18 @@ def _isnan(imp, node, x):
     return emit1(imp, node, tsr.CmpOp("ne", v, v, rtype(node)))
 
 
+@converts(aten.logical_not.default)
+def _logical_not(imp, node, x):
+    """``logical_not(x)`` as ``x == 0`` (NaN is true, so its negation false, as in ATen):
+
+        %z = tsr.constant 0 : i64
+        %m = tsr.cmp eq, %x, %z : (tensor<8xf32>, i64) -> tensor<8xi1>
+    """
+    if node.meta["val"].dtype != torch.bool:
+        raise NotConvertible("logical_not into a non-boolean tensor")
+    return emit1(imp, node, tsr.CmpOp("eq", imp.operand(x), imp.scalar(0), rtype(node)))
+
+
 @converts(aten.where.self)
 def _where(imp, node, c, a, b):
     ops = [imp.operand(v) for v in (c, a, b)]
@@ -212,17 +225,36 @@ def _where(imp, node, c, a, b):
 @converts(aten.bitwise_or.Tensor, aten.logical_or.default, aten.bitwise_and.Tensor, aten.logical_and.default)
 def _bool_or_and(imp, node, a, b):
     """``a | b`` and ``a & b`` of two boolean tensors as selects, which every target
-    lowers (ReLU6's backward: ``(x <= 0) | (x >= 6)``):
+    lowers (ReLU6's backward: ``(x <= 0) | (x >= 6)``); ``logical_or``/``and`` of other
+    tensors on their truth (``x != 0``):
 
         %o = tsr.where %a, %a, %b : (tensor<8xi1>, tensor<8xi1>, tensor<8xi1>) -> tensor<8xi1>   // a | b
         %n = tsr.where %a, %b, %a : (...) -> tensor<8xi1>                                          // a & b
     """
-    if not all(isinstance(v, torch.fx.Node) and v.meta["val"].dtype == torch.bool for v in (a, b)):
-        raise NotConvertible("or/and of tensors that are not both boolean")
-    x, y = imp.operand(a), imp.operand(b)
+    logical = node.target in (aten.logical_or.default, aten.logical_and.default)
+    if not all(isinstance(v, torch.fx.Node) and (logical or v.meta["val"].dtype == torch.bool) for v in (a, b)):
+        raise NotConvertible("bitwise or/and of tensors that are not both boolean")
+    x, y = (_truth(imp, node, v) for v in (a, b))
     ors = node.target in (aten.bitwise_or.Tensor, aten.logical_or.default)
     ops = [x, x, y] if ors else [x, y, x]
     return emit1(imp, node, tsr.WhereOp.create(operands=ops, result_types=[rtype(node)]))
+
+
+@converts(aten.logical_xor.default)
+def _logical_xor(imp, node, a, b):
+    """``logical_xor(a, b)`` as ``(a != 0) != (b != 0)``."""
+    if not all(isinstance(v, torch.fx.Node) for v in (a, b)):
+        raise NotConvertible("logical_xor of a number")
+    return emit1(imp, node, tsr.CmpOp("ne", _truth(imp, node, a), _truth(imp, node, b), rtype(node)))
+
+
+def _truth(imp, node, v) -> SSAValue:
+    """Tensor ``v`` as booleans: itself, or ``v != 0`` (NaN is true)."""
+    value = imp.operand(v)
+    if v.meta["val"].dtype == torch.bool:
+        return value
+    t = value.type
+    return emit1(imp, node, tsr.CmpOp("ne", value, imp.scalar(0), TensorType(i1, t.get_shape(), t.encoding)))
 
 
 @converts(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default, aten.clamp.Tensor,

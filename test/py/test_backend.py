@@ -500,15 +500,35 @@ _SPECIAL = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 1e-8, -1e-8, 1e-30, 0.0, -0.
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
-@pytest.mark.parametrize("fn", [torch.floor, torch.ceil, torch.trunc, torch.round, torch.log1p, torch.expm1, torch.isnan],
+@pytest.mark.parametrize("fn", [torch.floor, torch.ceil, torch.trunc, torch.round, torch.log1p, torch.expm1, torch.isnan,
+                                torch.logical_not],
                          ids=lambda f: f.__name__)
 def test_rounding_and_near_zero_functions_compile_exactly_at_special_values(fn, dynamic):
     """Each compiles into one kernel (no ATen call) whose values are eager's to an ulp
     or two at halves (round: to even), near 0 (log1p(1e-8) is 1e-8, not log(1.0) = 0),
-    at -1, at overflow, at the infinities and at NaN."""
+    at -1, at overflow, at the infinities and at NaN (logical_not: NaN is true)."""
     x = torch.cat([_SPECIAL, torch.randn(200) * 4])
     compiled = torch.compile(lambda t: fn(t * 1.0), backend="tessera", dynamic=dynamic, options={"strict": True})
     with collect_reports() as reports:
         got = compiled(x)
     assert [(r.kernels, dict(r.aten_ops)) for r in reports] == [(1, {})], [r.summary() for r in reports]
     torch.testing.assert_close(got, fn(x), rtol=2e-6, atol=1e-37, equal_nan=True)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool], ids=str)
+def test_logical_ops_of_any_dtype_compile_on_truth(dtype, dynamic):
+    """``logical_and``/``or``/``xor``/``not`` of non-boolean tensors are compares and selects
+    on ``x != 0`` (NaN and -0.0: true and false), in kernels with no ATen call."""
+    a = torch.tensor([0.0, -0.0, 1.0, float("nan"), -2.0, 0.5, 0.0, 3.0]).to(dtype)
+    b = torch.tensor([1.0, 0.0, float("nan"), 0.0, -0.0, 2.0, 0.0, 3.0]).to(dtype)
+
+    def f(x, y):
+        return torch.logical_and(x, y), torch.logical_or(x, y), torch.logical_xor(x, y), torch.logical_not(x)
+
+    compiled = torch.compile(f, backend="tessera", dynamic=dynamic, options={"strict": True})
+    with collect_reports() as reports:
+        got = compiled(a, b)
+    assert [r.compiled and not r.aten_ops for r in reports] == [True], [r.summary() for r in reports]
+    for g, w in zip(got, f(a, b), strict=True):
+        assert torch.equal(g, w), (g, w)

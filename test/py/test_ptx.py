@@ -332,12 +332,13 @@ def test_half_kernels_match_eager():
 
 
 def _rounding_and_near_zero(x):
-    return torch.round(x * 4) + torch.floor(x) * torch.ceil(x) - torch.trunc(x * 3), torch.log1p(x.abs()) + torch.expm1(x)
+    return (torch.round(x * 4) + torch.floor(x) * torch.ceil(x) - torch.trunc(x * 3), torch.log1p(x.abs()) + torch.expm1(x),
+            torch.logical_not(torch.trunc(x)))
 
 
 def test_rounding_log1p_and_expm1_kernels_match_eager():
-    """floor/ceil/trunc/round-half-even and the compensated log1p/expm1 (no
-    libdevice: LLVM intrinsics and the inline exp/log) as NVPTX code."""
+    """floor/ceil/trunc/round-half-even, the compensated log1p/expm1 (no libdevice:
+    LLVM intrinsics and the inline exp/log) and logical_not (``x == 0``) as NVPTX code."""
     (gm,) = capture(_rounding_and_near_zero, (torch.randn(8, 50),)).forward
     program = run_stages(gm, "ptx", upto="kernel")["kernel"].value
     got, expected = run_emulated(program, gm)
