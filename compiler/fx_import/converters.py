@@ -240,6 +240,26 @@ def _bool_or_and(imp, node, a, b):
     return emit1(imp, node, tsr.WhereOp.create(operands=ops, result_types=[rtype(node)]))
 
 
+@converts(aten.sign.default, aten.sgn.default)
+def _sign(imp, node, x):
+    """``sign(x)`` of a real tensor as two selects: 1 where ``x > 0``, -1 where ``x < 0``,
+    else +0 (NaN and -0.0 too, as in ATen):
+
+        %g = tsr.cmp gt, %x, %zero ...
+        %l = tsr.cmp lt, %x, %zero ...
+        %s = tsr.where %g, %one, (tsr.where %l, %minus_one, %zero)
+    """
+    dtype = x.meta["val"].dtype
+    if dtype == torch.bool or dtype.is_complex:
+        raise NotConvertible(f"sign of a {dtype} tensor")
+    v, t = imp.operand(x), rtype(node)
+    one = 1.0 if dtype.is_floating_point else 1
+    mask = TensorType(i1, t.get_shape(), t.encoding)
+    pos, neg = (emit1(imp, node, tsr.CmpOp(p, v, imp.scalar(0), mask)) for p in ("gt", "lt"))
+    rest = emit1(imp, node, tsr.WhereOp.create(operands=[neg, imp.scalar(-one), imp.scalar(0 * one)], result_types=[t]))
+    return emit1(imp, node, tsr.WhereOp.create(operands=[pos, imp.scalar(one), rest], result_types=[t]))
+
+
 @converts(aten.logical_xor.default)
 def _logical_xor(imp, node, a, b):
     """``logical_xor(a, b)`` as ``(a != 0) != (b != 0)``."""

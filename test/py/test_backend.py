@@ -501,12 +501,12 @@ _SPECIAL = torch.tensor([0.5, 1.5, 2.5, -0.5, -2.5, 1e-8, -1e-8, 1e-30, 0.0, -0.
 
 @pytest.mark.parametrize("dynamic", [False, True])
 @pytest.mark.parametrize("fn", [torch.floor, torch.ceil, torch.trunc, torch.round, torch.log1p, torch.expm1, torch.isnan,
-                                torch.logical_not],
+                                torch.logical_not, torch.sign],
                          ids=lambda f: f.__name__)
 def test_rounding_and_near_zero_functions_compile_exactly_at_special_values(fn, dynamic):
     """Each compiles into one kernel (no ATen call) whose values are eager's to an ulp
     or two at halves (round: to even), near 0 (log1p(1e-8) is 1e-8, not log(1.0) = 0),
-    at -1, at overflow, at the infinities and at NaN (logical_not: NaN is true)."""
+    at -1, at overflow, at the infinities and at NaN (logical_not: NaN is true; sign: 0)."""
     x = torch.cat([_SPECIAL, torch.randn(200) * 4])
     compiled = torch.compile(lambda t: fn(t * 1.0), backend="tessera", dynamic=dynamic, options={"strict": True})
     with collect_reports() as reports:
