@@ -88,10 +88,14 @@ def dim_source(op: Operation, d: int) -> DimSource | int | None:
         return DimSource(0, d) if op.dim.value.data % rank != d else None
     if isinstance(op, UpsampleOp):
         repeats = op.repeats() if d >= 2 else None
-        return DimSource(0, d) if d < 2 else DimSource(0, d, repeats[d - 2]) if repeats else None
+        if d < 2:
+            return DimSource(0, d)
+        return DimSource(0, d, repeats[d - 2]) if repeats and not _divided(op.operands[0], d) else None
     if isinstance(op, PolyphaseInterleaveOp):
         if d < 2:
             return DimSource(0, d) if d == 0 else None
+        if _divided(op.operands[0], d):
+            return None
         scale, shifts = ints(op.scales)[d - 2], op.dim_shifts()[d - 2]
         return DimSource(0, d, scale, -scale * max(shifts))  # each phase holds its input's n - shift rows
     if isinstance(op, ReshapeOp):
@@ -102,6 +106,22 @@ def dim_source(op: Operation, d: int) -> DimSource | int | None:
                 if op.keepdim.value.data or k not in op.reduced_dims()]
         return DimSource(0, kept[d])
     return None
+
+
+def _divided(v: SSAValue, d: int) -> bool:
+    """Whether dim ``d`` of ``v`` is sized through a quotient (a strided slice): a multiple
+    of it (an upsample's) would be no :class:`DimSource` in a kernel that computes both,
+    so the multiplying op stays on the host, which sizes it from the tensor itself."""
+    while isinstance(v.owner, Operation) and v.owner.results and v.owner.results[0] is v:
+        if shape_of(v.type)[d] != DYNAMIC:
+            return False
+        src = dim_source(v.owner, d)
+        if not isinstance(src, DimSource):
+            return False
+        if src.div != 1:
+            return True
+        v, d = v.owner.operands[src.operand], src.dim
+    return False
 
 
 def _slice_source(op: SliceOp, d: int) -> DimSource | None:

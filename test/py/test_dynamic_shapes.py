@@ -550,6 +550,23 @@ def test_slices_and_concats_of_dynamic_dims():
     assert reports[-1].aten_ops == {"tsr.concat (not fused)": 1} and not reports[-1].views, reports[-1].summary()
 
 
+def _upsample_of_strided_rows(x):
+    y = torch.nn.functional.pad(x.exp(), (1, 1, 1, 1))
+    return torch.nn.functional.interpolate(y[:, :, 1::2, :] * 2, scale_factor=(2.0, 1.0)).tanh()
+
+
+def test_an_upsample_of_a_strided_slice_stays_dynamic():
+    """A kernel cannot size a multiple of a quotient (``2 * ((n + 2) // 2)``): the
+    upsample of a strided slice's rows stays on the host, and the graph is still
+    compiled once for every size, not per size class."""
+    compiled = torch.compile(_upsample_of_strided_rows, backend="tessera", dynamic=True, options=STRICT)
+    with torch.no_grad(), collect_reports() as reports:
+        for h, w in ((8, 9), (7, 7), (5, 6)):
+            x = torch.randn(2, 3, h, w)
+            _close(compiled(x), _upsample_of_strided_rows(x), f"at {h}x{w}")
+    assert reports and all(r.dynamic for r in reports), [r.summary() for r in reports]
+
+
 def test_an_output_that_is_a_view_of_an_input_stays_one():
     """An output aliasing an input (an expand, a transposed slice) comes back as a
     view of it with eager's strides, as a static graph's does."""
