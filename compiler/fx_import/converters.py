@@ -33,7 +33,7 @@ from tessera.dialects import tsr
 from tessera.dialects.tsr import dtypes
 from tessera.dialects.tsr.layout import layout_of
 from tessera.dialects.tsr.ops_elementwise import INT_OK_UNARY
-from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, i64_array, is_static, shape_of, with_elem
 
 if TYPE_CHECKING:
     from .importer import FxImporter
@@ -254,7 +254,7 @@ def _sign(imp, node, x):
         raise NotConvertible(f"sign of a {dtype} tensor")
     v, t = imp.operand(x), rtype(node)
     one = 1.0 if dtype.is_floating_point else 1
-    mask = TensorType(i1, t.get_shape(), t.encoding)
+    mask = with_elem(t, i1)
     pos, neg = (emit1(imp, node, tsr.CmpOp(p, v, imp.scalar(0), mask)) for p in ("gt", "lt"))
     rest = emit1(imp, node, tsr.WhereOp.create(operands=[neg, imp.scalar(-one), imp.scalar(0 * one)], result_types=[t]))
     return emit1(imp, node, tsr.WhereOp.create(operands=[pos, imp.scalar(one), rest], result_types=[t]))
@@ -273,8 +273,7 @@ def _truth(imp, node, v) -> SSAValue:
     value = imp.operand(v)
     if v.meta["val"].dtype == torch.bool:
         return value
-    t = value.type
-    return emit1(imp, node, tsr.CmpOp("ne", value, imp.scalar(0), TensorType(i1, t.get_shape(), t.encoding)))
+    return emit1(imp, node, tsr.CmpOp("ne", value, imp.scalar(0), with_elem(value.type, i1)))
 
 
 @converts(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default, aten.clamp.Tensor,
