@@ -41,6 +41,10 @@ CASES = {  # name: (argument layouts, result layout, body)
         ["nhwc", "nchw"], "nchw",
         f"%s = tsr.add %a0, %a1 : ({_t('nhwc')}, {_t('nchw')}) -> {_t('nchw')}\n"
         f"  %r = tsr.relu %s : ({_t('nchw')}) -> {_t('nchw')}"),
+    "sigmoid(y_nhwc * x_nchw) -> nchw": (  # a larger body: a squeeze-excite gate's
+        ["nhwc", "nchw"], "nchw",
+        f"%s = tsr.mul %a0, %a1 : ({_t('nhwc')}, {_t('nchw')}) -> {_t('nchw')}\n"
+        f"  %r = tsr.sigmoid %s : ({_t('nchw')}) -> {_t('nchw')}"),
 }
 FORMATS = {"nchw": torch.contiguous_format, "nhwc": torch.channels_last}
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llvmlite import ir
-from xdsl.dialects import arith
+from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Operation, SSAValue
 
@@ -70,7 +70,11 @@ def _rsqrt(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value
 
 
 def constant_float(v: SSAValue) -> float | None:
+    """The value of a float ``arith.constant``, or of one broadcast to every lane
+    (``vector.broadcast %one : f32 to vector<8xf32>``); None for anything else."""
     owner = v.owner
+    if isinstance(owner, vector.BroadcastOp):
+        return constant_float(owner.source)
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
         return float(owner.value.value.data)
     return None
@@ -83,7 +87,7 @@ def _powf(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]
     def compute(v: list[ir.Value]) -> ir.Value:
         x, t = v[0], v[0].type
         sqrt = lambda y: call_intrinsic(b, "llvm.sqrt", [y])  # noqa: E731
-        one = ir.Constant(t, 1.0)
+        one = expand_math.like(x, 1.0)
         special = {
             1.0: lambda: x,
             2.0: lambda: b.fmul(x, x),

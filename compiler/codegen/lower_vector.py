@@ -12,6 +12,8 @@ tiles) as LLVM vector instructions.
     %s = shufflevector <8 x float> %a, <8 x float> %b, <8 x i32> <i32 0, i32 8, ...>
 
     vector.store %v, %t[%i, %c0] : memref<8x8xf32>, vector<8xf32>   ->   store <8 x float> %v, ptr %p, align 4
+    vector.transfer_write %v, %y[%n, %c, %h, %w] {permutation_map = ..., in_bounds = [true]}
+                                                   ->   the same store where the dim has stride 1
 
     %z = vector.broadcast %x : f32 to vector<16xf32>   ->   insertelement, then a zero-mask shufflevector
     %e = vector.extract %s[3] : f32 from vector<16xf32>  ->   %e = extractelement <16 x float> %s, i32 3
@@ -53,29 +55,56 @@ def _check_element(em: KernelEmitter, vec: ir.VectorType, op: Operation) -> None
         raise CodegenError(f"kernel @{em.name}: vectors of i1 (stored as bytes) are not supported", op_location(op))
 
 
-def _transfer_read(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
-    t, vec = op.source.type, vector_type(op.result.type)
-    _check_element(em, vec, op)
+def _transfer_dim(em: KernelEmitter, op: Operation, what: str) -> int:
+    """The memref dim a 1-D transfer runs along (in bounds, unmasked: the only form supported)."""
     pmap = op.permutation_map
     results = pmap.data.results if isinstance(pmap, AffineMapAttr) else ()
     in_bounds = op.properties.get("in_bounds")
     if (op.mask is not None or len(results) != 1 or not isinstance(results[0], AffineDimExpr)
             or in_bounds is None or not all(x.value for x in in_bounds.data)):
-        raise CodegenError(f"kernel @{em.name}: vector.transfer_read is supported in bounds along one memref dim, "
+        raise CodegenError(f"kernel @{em.name}: {what} is supported in bounds along one memref dim, "
                            f"without a mask", op_location(op))
-    dim = results[0].position
-    indices = a[1:-1]
-    stride = em.strides_of(a[0], t)[dim]  # a number, or a value read at run time
-    ptr, storage = element_address(em, a[0], t, indices)
+    return results[0].position
+
+
+def _lane_pointers(em: KernelEmitter, ref: ir.Value, t, indices: list[ir.Value], dim: int,
+                   vec: ir.VectorType) -> tuple[ir.Value, list[ir.Value] | None, ir.Type]:
+    """The vector's pointer where ``dim`` has stride 1, else one pointer per lane."""
+    stride = em.strides_of(ref, t)[dim]  # a number, or a value read at run time
+    ptr, storage = element_address(em, ref, t, indices)
     b = em.b
     if stride == 1:
-        return [b.load(b.bitcast(ptr, vec.as_pointer()), typ=vec, align=byte_size(storage))]
+        return b.bitcast(ptr, vec.as_pointer()), None, storage
+    steps = [ir.Constant(I64, k * stride) if isinstance(stride, int) else b.mul(stride, ir.Constant(I64, k))
+             for k in range(vec.count)]
+    return ptr, [b.gep(ptr, [step], inbounds=True, source_etype=storage) for step in steps], storage
+
+
+def _transfer_read(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    vec = vector_type(op.result.type)
+    _check_element(em, vec, op)
+    dim = _transfer_dim(em, op, "vector.transfer_read")
+    ptr, lanes, storage = _lane_pointers(em, a[0], op.source.type, a[1:-1], dim, vec)
+    b = em.b
+    if lanes is None:
+        return [b.load(ptr, typ=vec, align=byte_size(storage))]
     out: ir.Value = ir.Constant(vec, ir.Undefined)
-    for k in range(vec.count):  # a strided read: one element at a time
-        step = ir.Constant(I64, k * stride) if isinstance(stride, int) else b.mul(stride, ir.Constant(I64, k))
-        p = b.gep(ptr, [step], inbounds=True, source_etype=storage)
+    for k, p in enumerate(lanes):  # a strided read: one element at a time
         out = b.insert_element(out, b.load(p, typ=storage, align=byte_size(storage)), ir.Constant(I32, k))
     return [out]
+
+
+def _transfer_write(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    vec = vector_type(op.vector.type)
+    _check_element(em, vec, op)
+    dim = _transfer_dim(em, op, "vector.transfer_write")
+    ptr, lanes, storage = _lane_pointers(em, a[1], op.source.type, a[2:], dim, vec)
+    b = em.b
+    if lanes is None:
+        b.store(a[0], ptr, align=byte_size(storage))
+    for k, p in enumerate(lanes or []):  # a strided write: one element at a time
+        b.store(b.extract_element(a[0], ir.Constant(I32, k)), p, align=byte_size(storage))
+    return []
 
 
 def _shuffle(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
@@ -121,6 +150,7 @@ def _insert(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Valu
 
 LOWERINGS: dict[str, Lowering] = {
     "vector.transfer_read": _transfer_read,
+    "vector.transfer_write": _transfer_write,
     "vector.shuffle": _shuffle,
     "vector.store": _store,
     "vector.broadcast": _broadcast,

@@ -309,9 +309,13 @@ class KernelBuilder:
         (``vector.transfer_read``: one vector load where ``dim`` has stride 1)."""
         elem = vec.element_type
         pad = self.const(0.0 if dtypes.is_float(elem) else 0, elem)  # never read: the reads are in bounds
-        along = AffineMapAttr(AffineMap(len(idx), 0, (AffineExpr.dimension(dim),)))
-        in_bounds = ArrayAttr([BoolAttr.from_bool(True)])
-        return self.value(vector.TransferReadOp(ref, list(idx), pad, vec, in_bounds, along))
+        return self.value(vector.TransferReadOp(ref, list(idx), pad, vec, *_along(len(idx), dim)))
+
+    def write_along(self, v: SSAValue, ref: SSAValue, idx: Sequence[SSAValue], dim: int) -> None:
+        """Vector ``v`` into ``ref`` from ``idx`` along ``dim``, in bounds
+        (``vector.transfer_write``: one vector store where ``dim`` has stride 1)."""
+        in_bounds, along = _along(len(idx), dim)
+        self.emit(vector.TransferWriteOp(v, ref, list(idx), in_bounds, permutation_map=along))
 
     def store(self, v: SSAValue, ref: SSAValue, idx: Sequence[SSAValue]) -> None:
         self.emit(memref.StoreOp.get(v, ref, list(idx)))
@@ -373,6 +377,11 @@ class KernelBuilder:
         fn.attributes["tsr.kernel"] = UnitAttr()
         fn.attributes["tsr.outputs"] = DenseArrayBase.from_list(i64, self.outputs)
         return fn
+
+
+def _along(rank: int, dim: int) -> tuple[ArrayAttr, AffineMapAttr]:
+    """A 1-D transfer's ``in_bounds`` and permutation map: along ``dim`` of a rank-``rank`` memref."""
+    return ArrayAttr([BoolAttr.from_bool(True)]), AffineMapAttr(AffineMap(rank, 0, (AffineExpr.dimension(dim),)))
 
 
 def _prune(block: Block) -> None:

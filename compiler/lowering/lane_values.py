@@ -49,6 +49,11 @@ of f32; f64's is a libm call). A compare and a select stay lane by lane: xDSL's
 ``arith.cmpf`` and ``arith.select`` take a scalar ``i1`` only."""
 
 
+def is_native(numerics: Numerics, elem: Attribute) -> bool:
+    """Whether ``elem`` is a float computed in its own type (f32, f64): its values are vectors as stored."""
+    return dtypes.is_float(elem) and numerics.compute(elem) == storage_type(elem)
+
+
 class _LaneScalars(ScalarLowering):
     """:class:`ScalarLowering` on vectors of ``lanes`` f32: its literals are
     broadcast to every lane."""
@@ -127,9 +132,7 @@ class LaneValues:
         return self.kb.select(cond, x, fill)
 
     def _native(self, v: SSAValue) -> bool:
-        """Whether ``v`` is a float computed in its own type (f32, f64)."""
-        elem = elem_of(v.type)
-        return dtypes.is_float(elem) and self.values.sc.num.compute(elem) == storage_type(elem)
+        return is_native(self.values.sc.num, elem_of(v.type))
 
     def _lane_op(self, op: Operation) -> bool:
         """Whether elementwise ``op`` is computed as vector ops: of operands of its result's

@@ -35,8 +35,8 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, VectorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.printer import Printer
 
 from tessera.dialects import tsr
@@ -48,6 +48,7 @@ from ..ir_io import op_location
 from .dim_exprs import RESULT_DIMS, encode_result_dims, result_dims
 from .index_maps import concat_offsets
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, memref_type, storage_type
+from .lane_values import LaneValues, is_native
 from .reductions import ReductionLoops
 from .scalar_ops import Numerics, ScalarLowering
 from .transpose_tiles import TransposeTiles, read_at_output_index, tileable_element
@@ -122,14 +123,14 @@ def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
     return [d for d in dims[:-1] if d != d_in] + [d_in, dims[-1]]
 
 
-def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[tuple[SSAValue, Attribute]]:
-    """The input memrefs (with their tensor types) worth a transpose tile: same
+def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[tuple[SSAValue, SSAValue]]:
+    """The (body argument, input memref) pairs worth a transpose tile: same
     shape as the output, contiguous along ``dims[-2]`` (moved there by
     ``_transpose_aware``), read only at the output's index, with both tiled
     dims at least a tile wide (or dynamic: the edge tiles check their bounds)."""
     if tile is None or len(dims) < 2 or any(DYNAMIC != shape[d] < tile for d in dims[-2:]):
         return []
-    return [(ref, arg.type) for arg, ref in reads
+    return [(arg, ref) for arg, ref in reads
             if shape_of(arg.type) == tuple(shape) and loop_dims(arg.type)[-1] == dims[-2]
             and tileable_element(elem_of(arg.type)) and read_at_output_index(arg, shape)]
 
@@ -188,9 +189,20 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
         for v, ref in outs:
             scalars.store(values.at(v, idx), ref, idx, elem_of(v.type))
 
+    def lanes(at: dict[int, SSAValue], dim: int, n: int, given: dict[SSAValue, SSAValue]) -> None:
+        """The outputs at ``n`` neighbours along ``dim`` from ``at``, computed as
+        vectors (``given``: vectors of body arguments already read there)."""
+        idx = index(at)
+        for arg, vec in given.items():
+            kb.remember(("lanes", arg, dim, *idx), vec)
+        lane_values = LaneValues(values, n)
+        for v, ref in outs:  # native floats: computed in their storage type
+            kb.write_along(lane_values.at(v, idx, dim), ref, idx, dim)
+
     transposed = _transposed_inputs(dims, shape, reads, tile)
     if transposed:
-        _tiled_pointwise(kb, out_ref, dims, transposed, tile, layout_of(first), index, point)
+        native = all(is_native(scalars.num, elem_of(t.type)) for t in [*(arg for arg, _ in transposed), *(v for v, _ in outs)])
+        _tiled_pointwise(kb, out_ref, dims, transposed, tile, layout_of(first), index, point, lanes if native else None)
         return
     segments = concat_segments(values.body, inner, shape) if inner is not None and concat_loops else []
 
@@ -237,22 +249,32 @@ def concat_segments(body, dim: int, shape) -> list[tuple[int, int, dict[tsr.Conc
     return [(a, b, {op: bisect.bisect_right(starts[op], a) - 1 for op in cats}) for a, b in zip(bounds, bounds[1:])]
 
 
-def _tiled_pointwise(kb: KernelBuilder, out_ref: SSAValue, dims: list[int], transposed: list[tuple[SSAValue, Attribute]],
-                     width: int, out_layout, index, point) -> None:
+def _tiled_pointwise(kb: KernelBuilder, out_ref: SSAValue, dims: list[int], transposed: list[tuple[SSAValue, SSAValue]],
+                     width: int, out_layout, index, point, lanes=None) -> None:
     """``_pointwise_kernel`` over ``width x width`` tiles of the two innermost
-    loop dims, the transposed inputs read through ``TransposeTiles``. A
-    dynamic tiled dim is covered by ``ceil(n / width)`` tiles."""
+    loop dims, the transposed inputs (body argument, memref) read through
+    ``TransposeTiles``. A dynamic tiled dim is covered by ``ceil(n / width)`` tiles.
+    With ``lanes`` (``_pointwise_kernel``'s, where every tiled value is a float
+    computed in its own type) a full tile is ``width`` rows along ``a``, each
+    computed as vectors from rows of the tiles:
+
+        scf.for %bi = %c0 to %c8 step %c1 {
+          %t = vector.transfer_read %tile[%bi, %c0], %pad ... : memref<8x8xf32>, vector<8xf32>
+          %x = vector.transfer_read %in1[%n, %c, %h, %w0], %pad ...    // an input laid out as the output
+          %s = arith.addf %t, %x : vector<8xf32>
+          vector.transfer_write %s, %out0[%n, %c, %h, %w0] ...          // a vector store along a
+        }
+
+    Without, each element of a tile is computed alone, the loop along ``a`` outside
+    for LLVM to vectorize (it does where it fully unrolls the inner loop: small bodies)."""
     b, a = dims[-2], dims[-1]
-    order = _tile_grid_order(dims, out_layout, layout_of(transposed[0][1]))
-    refs = [ref for ref, _ in transposed]
+    order = _tile_grid_order(dims, out_layout, layout_of(transposed[0][0].type))
     shape = out_ref.type.get_shape()
     sizes = {d: shape[d] if shape[d] != DYNAMIC else kb.dim(out_ref, d) for d in order}
     nb, na = sizes[b], sizes[a]
     tiles = TransposeTiles(kb, width, len(shape), b, a)
 
     def each(at: dict[int, SSAValue], b0: SSAValue, a0: SSAValue, inside) -> None:
-        # the loop along a (contiguous in the outputs and tiles) outside: LLVM fully
-        # unrolls the inner one and vectorizes this one
         def over_a(ai, _accs) -> list:
             def over_b(bi, _accs) -> list:
                 inside({**at, b: kb.add(b0, bi), a: kb.add(a0, ai)}, bi, ai)
@@ -262,11 +284,19 @@ def _tiled_pointwise(kb: KernelBuilder, out_ref: SSAValue, dims: list[int], tran
         kb.for_loop(width, [], over_a)
 
     def full(at, b0, a0) -> list:
-        scratch = [(ref, tiles.fill(ref, at, b0, a0)) for ref in refs]
+        scratch = [(arg, ref, tiles.fill(ref, at, b0, a0)) for arg, ref in transposed]
+        if lanes is not None:
+            def row(bi, _accs) -> list:
+                given = {arg: kb.read_along(tile, [bi, kb.index(0)], 1, VectorType(storage_type(elem_of(arg.type)), [width]))
+                         for arg, _, tile in scratch}
+                lanes({**at, b: kb.add(b0, bi), a: a0}, a, width, given)
+                return []
+            kb.for_loop(width, [], row)
+            return []
 
         def inside(pt, bi, ai) -> None:
             idx = index(pt)
-            for ref, tile in scratch:  # the input's load at this index reads the tile
+            for _, ref, tile in scratch:  # the input's load at this index reads the tile
                 kb.remember(("load", ref, *idx), kb.load(tile, [bi, ai]))
             point(pt)
         each(at, b0, a0, inside)

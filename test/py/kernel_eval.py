@@ -204,10 +204,12 @@ class KernelEval:
             out = vec.clone()
             out[..., position] = lane[..., position]
             return [out]
-        if isinstance(op, vector.StoreOp):
+        if isinstance(op, (vector.StoreOp, vector.TransferWriteOp)):
             val, buf, idx = x[0], x[1], x[2:]
+            dim = (len(idx) - 1 if isinstance(op, vector.StoreOp)
+                   else next(e.position for e in op.permutation_map.data.results))
             for k in range(val.shape[-1]):
-                self.store(buf, _offsets(buf, self.lane(idx, len(idx) - 1, k), mask), val[..., k], mask)
+                self.store(buf, _offsets(buf, self.lane(idx, dim, k), mask), val[..., k], mask)
             return []
         return [self.scalar(op, x, rt[0])]
 
@@ -321,7 +323,7 @@ def run_program(program, inputs: list[torch.Tensor], function: str = "forward") 
 # -- the contract's structural rules --------------------------------------------------------
 _INSIDE = {
     "scf.for", "scf.if", "scf.yield", "scf.reduce", "memref.load", "memref.store", "memref.alloca",
-    "vector.transfer_read", "vector.shuffle", "vector.store", "vector.broadcast", "vector.extract", "vector.insert",
+    "vector.transfer_read", "vector.transfer_write", "vector.shuffle", "vector.store", "vector.broadcast", "vector.extract", "vector.insert",
     *(f"arith.{n}" for n in (
         "constant", "addi", "subi", "muli", "divsi", "divui", "remsi", "remui", "addf", "subf", "mulf", "divf",
         "maximumf", "minimumf", "negf", "cmpf", "cmpi", "select", "extf", "truncf", "extsi", "extui", "trunci",

@@ -59,6 +59,31 @@ def test_channels_last_elementwise(features):
     torch.testing.assert_close(out, torch.exp(x) * 0.5 + b.view(1, 8, 1, 1), rtol=1e-6, atol=1e-6)
 
 
+def transfer_kernel() -> str:
+    """Both outputs ``x.T``: a column read (strided lanes) written as a row (one
+    vector store), and a row read (one vector load) written as a column."""
+    t = memref((8, 8), "f32")
+    m = lambda d: f"{{in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d{d})>}}"
+    return kernel("transfers", [("x", t), ("o1", t), ("o2", t)], outputs=[1, 2], grid=[8], body=f"""
+    %pad = arith.constant 0.0 : f32
+    %col = vector.transfer_read %x[%c0, %i0], %pad {m(0)} : {t}, vector<8xf32>
+    vector.transfer_write %col, %o1[%i0, %c0] {m(1)} : vector<8xf32>, {t}
+    %row = vector.transfer_read %x[%i0, %c0], %pad {m(1)} : {t}, vector<8xf32>
+    vector.transfer_write %row, %o2[%c0, %i0] {m(0)} : vector<8xf32>, {t}""")
+
+
+def test_vector_transfers_along_either_dim():
+    mod = load(transfer_kernel())
+    x = torch.randn(8, 8, generator=GEN)
+    o1, o2 = torch.empty(8, 8), torch.empty(8, 8)
+    mod.kernel("transfers")(x, o1, o2)
+    assert torch.equal(o1, x.T) and torch.equal(o2, x.T)
+    ir = llvm_ir(parse_kernels(transfer_kernel()), codegen_target("x86", features="+avx2,+fma"))
+    assert ir.count("store <8 x float>") == 1, "the stride-1 write is one vector store"
+    assert ir.count("load <8 x float>") == 1, "the stride-1 read is one vector load"
+    assert ir.count("store float") == 8 and ir.count("extractelement") == 8, "the strided write: a store per lane"
+
+
 def row_select_kernel() -> str:
     """``where(x <= 0, fill, g)``, one row of 32 per grid point (a ReLU-BatchNorm backward of NCHW)."""
     t = memref((4, 16, 32, 32), "f32")
@@ -302,6 +327,42 @@ def test_logistic_forms_are_one_expansion_within_2_ulp(features, numerator, fn):
     assert ulp_error(y[normal], want[normal]).max() <= 3.5
     tiny = want.isfinite() & ~normal
     assert (y.double() - want)[tiny].abs().max() < 1e-36
+
+
+def vector_logistic_kernel(numerator: str, n: int) -> str:
+    """:func:`logistic_kernel` on ``vector<8xf32>`` as ``lowering/lane_values.py``
+    spells it: its ``1.0`` broadcast to every lane."""
+    t = memref([n], "f32")
+    v8 = "vector<8xf32>"
+    along = "{in_bounds = [true], permutation_map = affine_map<(d0) -> (d0)>}"
+    return kernel("logistic", [("x", t), ("y", t)], [1], [n // 8], f"""
+    %c8 = arith.constant 8 : index
+    %pad = arith.constant 0.0 : f32
+    %one1 = arith.constant 1.0 : f32
+    %at = arith.muli %i0, %c8 : index
+    %one = vector.broadcast %one1 : f32 to {v8}
+    %v = vector.transfer_read %x[%at], %pad {along} : {t}, {v8}
+    %m = arith.negf %v : {v8}
+    %e = math.exp %m : {v8}
+    %d = arith.addf %one, %e : {v8}
+    %r = arith.divf {numerator}, %d : {v8}
+    vector.transfer_write %r, %y[%at] {along} : {v8}, {t}""")
+
+
+@pytest.mark.parametrize("numerator", ["%v", "%one"], ids=["silu", "sigmoid"])
+def test_logistic_forms_of_vectors_are_the_same_expansion(numerator):
+    """A broadcast ``1.0`` is the constant the logistic forms look for: vectors take
+    the same expansion as scalars (not the general ``exp`` and a division), with
+    the same results."""
+    n = 1 << 12
+    text = vector_logistic_kernel(numerator, n)
+    assert "fptosi" not in optimized_llvm_ir(parse_kernels(text), codegen_target("x86", features="+avx2,+fma"))
+    x = torch.cat([torch.randn(n - 8, generator=GEN) * 30, torch.tensor([0.0, -0.0, float("inf"), float("-inf"),
+                                                                          float("nan"), 89.0, -89.0, 1e-45])])
+    y, want = torch.empty_like(x), torch.empty_like(x)
+    load(text).kernel("logistic")(x, y)
+    load(logistic_kernel(numerator, n)).kernel("logistic")(x, want)
+    torch.testing.assert_close(y, want, rtol=0, atol=0, equal_nan=True)
 
 
 def _f32_bits(lo: float, hi: float, step: int = 1) -> torch.Tensor:

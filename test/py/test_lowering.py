@@ -12,7 +12,7 @@ import re
 import pytest
 import torch
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
+from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr, VectorType
 from xdsl.printer import Printer
 
 from tessera.compiler.capture import capture
@@ -143,23 +143,32 @@ def test_relayout_reads_through_transpose_tiles(shape, src, dst, elem):
     x, y = T(shape, elem, layout=src), T(shape, elem, layout=dst)
     program = check_lowering(fn(f"%x: {x}", y, f"""
   %r = tsr.relayout %x : ({x}) -> {y}""", "%r"), transpose_tile=8)
-    names = op_names(the_kernel(program))
-    assert names.count("vector.transfer_read") == 8 and names.count("vector.shuffle") == 24
+    k = the_kernel(program)
+    names = op_names(k)
+    reads = [op for op in k.walk() if op.name == "vector.transfer_read"]
+    assert sum(op.operands[0] is k.body.block.args[0] for op in reads) == 8 and names.count("vector.shuffle") == 24
     assert names.count("vector.store") == 8 and names.count("memref.alloca") == 1
+    # f32 tiles are read back and written a row (a vector) at a time; f16, bf16 and i32 ones element by element
+    assert (len(reads) == 9) == (elem == "f32") == (names.count("vector.transfer_write") == 1)
     whole = all(shape[d] % 8 == 0 for d in (1, len(shape) - 1))
     assert ("scf.if" in names) != whole, "edge tiles take the bounds-checked loops"
 
 
 def test_transpose_tiles_feed_the_fused_body():
     """ResNet's last kernel: relu(conv_out_nhwc + x_nchw) written NCHW; only
-    the NHWC input goes through the tile, the NCHW one is read along w."""
+    the NHWC input goes through the tile, the NCHW one is read along w; each
+    row of a tile is computed as vectors (a row of the tile, one of the NCHW input)."""
     a, b = T((1, 16, 5, 16), layout="nhwc"), T((1, 16, 5, 16))
     program = check_lowering(fn(f"%a: {a}, %b: {b}", b, f"""
   %s = tsr.add %a, %b : ({a}, {b}) -> {b}
   %r = tsr.relu %s : ({b}) -> {b}""", "%r"), transpose_tile=8)
     k = the_kernel(program)
-    reads = [op for op in k.walk() if op.name == "vector.transfer_read"]
-    assert len(reads) == 8 and all(op.operands[0] is k.body.block.args[0] for op in reads)
+    reads = [op.operands[0] for op in k.walk() if op.name == "vector.transfer_read"]
+    arg_a, arg_b = k.body.block.args[:2]
+    assert reads.count(arg_a) == 8 and reads.count(arg_b) == 1 and len(reads) == 10
+    assert any(op.name == "arith.addf" and isinstance(op.results[0].type, VectorType) for op in k.walk())
+    writes = [op for op in k.walk() if op.name == "vector.transfer_write"]
+    assert len(writes) == 1 and writes[0].operands[1] is k.body.block.args[2], "a row of the output at once"
     assert grid_of(k) == [2, 5, 2], "tiles of c, then h, then tiles of w"
 
 
