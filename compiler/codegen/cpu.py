@@ -4,9 +4,12 @@
     define void @fused_1(ptr noalias %arg0, ptr noalias %arg1, ptr noalias %dims, i64 %lo, i64 %hi)  ; dynamic sizes
 
 The runtime splits the grid into chunks, one per thread (``runtime/cpu.py``).
-The walk goes row by row over the innermost grid dim: one de-flattening (div/
-rem by constants) per row, and a plain counted loop inside it that LLVM's loop
-vectorizer can widen when the body is a straight line (grid == tensor shape).
+The walk goes row by row over the innermost grid dim: ``lo`` de-flattened once
+(div/rem by the grid's extents, run-time values where sizes are dynamic), each
+next row's outer indices stepped like an odometer (an add, a compare and a select
+per dim: no division per row, which a dynamic grid of short rows paid for), and
+a plain counted loop inside a row that LLVM's loop vectorizer can widen when the
+body is a straight line (grid == tensor shape).
 When a grid point has loops of its own, that loop carries a hint that keeps the
 vectorizer off it (:func:`scalar_loop`): the vectors belong to the inner loops.
 A CPU target (``targets/x86``, ``targets/aarch64``) sets its triple, CPU and
@@ -73,45 +76,57 @@ class CpuLlvmTarget(LlvmTarget):
                   body: BodyEmitter, vectorize: bool = True) -> None:
         lo, hi = fn.args[-2], fn.args[-1]
         inner = extent(grid[-1])
+        extents = [extent(g) for g in grid[:-1]]
         rows = fn.append_basic_block("grid.row")
         row_body = fn.append_basic_block("grid.row.body")
         cols = fn.append_basic_block("grid.col")
+        row_next = fn.append_basic_block("grid.row.next")
         done = fn.append_basic_block("grid.done")
+        # ``lo`` de-flattened once; each later row steps the outer indices like an odometer
+        start = [builder.urem(lo, inner)]
+        rest = builder.udiv(lo, inner)
+        for gc in reversed(extents):
+            start.insert(1, builder.urem(rest, gc))
+            rest = builder.udiv(rest, gc)
         entry = builder.block
         builder.branch(rows)
 
         builder.position_at_end(rows)
         flat = builder.phi(I64, name="flat")
-        flat.add_incoming(lo, entry)
-        more = builder.icmp_signed("<", flat, hi)
-        builder.cbranch(more, row_body, done)
+        j0 = builder.phi(I64, name="j0")
+        outer = [builder.phi(I64) for _ in extents]
+        for phi, v in zip([flat, j0, *outer], [lo, *start], strict=True):
+            phi.add_incoming(v, entry)
+        builder.cbranch(builder.icmp_signed("<", flat, hi), row_body, done)
 
         builder.position_at_end(row_body)
-        j0 = builder.urem(flat, inner, name="j0")
-        rest = builder.udiv(flat, inner)
-        outer: list[ir.Value] = []
-        for g in reversed(grid[:-1]):
-            gc = extent(g)
-            outer.append(builder.urem(rest, gc))
-            rest = builder.udiv(rest, gc)
-        outer.reverse()
         left = builder.add(builder.sub(hi, flat), j0, flags=["nsw"])
         jend = builder.select(builder.icmp_signed("<", left, inner), left, inner, name="jend")
-        row_entry = builder.block
         builder.branch(cols)
 
         builder.position_at_end(cols)
         j = builder.phi(I64, name="j")
-        j.add_incoming(j0, row_entry)
+        j.add_incoming(j0, row_body)
         body(builder, [*outer, j])
         j_next = builder.add(j, ir.Constant(I64, 1), flags=["nsw", "nuw"])
-        flat_next = builder.add(flat, builder.sub(jend, j0), flags=["nsw"])
         latch = builder.block
-        latch_branch = builder.cbranch(builder.icmp_signed("<", j_next, jend), cols, rows)
+        latch_branch = builder.cbranch(builder.icmp_signed("<", j_next, jend), cols, row_next)
         if not vectorize:
             latch_branch.set_metadata("llvm.loop", scalar_loop(fn.module))
         j.add_incoming(j_next, latch)
-        flat.add_incoming(flat_next, latch)
+
+        builder.position_at_end(row_next)
+        zero = ir.Constant(I64, 0)
+        carry: ir.Value = ir.Constant(ir.IntType(1), 1)
+        stepped = []
+        for idx, gc in reversed(list(zip(outer, extents))):
+            up = builder.add(idx, builder.zext(carry, I64), flags=["nsw", "nuw"])
+            carry = builder.icmp_unsigned("==", up, gc)
+            stepped.insert(0, builder.select(carry, zero, up))
+        for phi, v in zip([flat, j0, *outer], [builder.add(flat, builder.sub(jend, j0), flags=["nsw"]), zero, *stepped],
+                          strict=True):
+            phi.add_incoming(v, row_next)
+        builder.branch(rows)
 
         builder.position_at_end(done)
         builder.ret_void()

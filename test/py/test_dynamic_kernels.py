@@ -188,3 +188,21 @@ def test_a_dynamic_kernel_checks_what_it_knows():
     args[0] = torch.empty(1, 5, 4, 4)  # 5 channels where the kernel has 4
     with pytest.raises(SignatureMismatch, match=r"shape \(1, 5, 4, 4\) != expected \(1, 4, \?, \?\)"):
         kernels.kernel(name)(*args)
+
+
+def test_dynamic_grids_split_across_threads_give_identical_results():
+    """A chunk of a dynamic grid starts mid-row and steps its outer indices row by
+    row (``codegen/cpu.py``): every split writes what one chunk writes."""
+    module = parse_module(RELAYOUT)
+    _, artifact = build_kernels(module, CompileOptions("x86"))
+    kernels = load_kernels(artifact, CPU)
+    (name,) = list(kernels)
+    k = kernels.kernel(name)
+    x = torch.randn(3, 16, 9, 13, generator=torch.Generator().manual_seed(0))
+    y1 = torch.empty_like(x, memory_format=torch.channels_last)
+    k.launch(x, y1, chunks=1)
+    torch.testing.assert_close(y1, torch.nn.functional.silu(x), rtol=1e-6, atol=1e-6)
+    for chunks in (2, 3, 5, 7, 1000):
+        y = torch.full_like(y1, float("nan"))
+        k.launch(x, y, chunks=chunks)
+        assert torch.equal(y, y1), f"{chunks} chunks"
