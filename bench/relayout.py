@@ -1,7 +1,8 @@
 """The transposing kernels of a channels-last conv's neighbourhood, at the
 ResNet block's size (1x64x56x56 f32): NCHW -> NHWC (in front of the first
-conv), NHWC -> NCHW (after the last one) and ``relu(y_nhwc + x_nchw)`` written
-NCHW (the block's shortcut), each as tessera compiles it with the x86
+conv), NHWC -> NCHW (after the last one), ``relu(y_nhwc + x_nchw)`` written
+NCHW (the block's shortcut) and ``sigmoid(y_nhwc * x_nchw)`` written NCHW (a
+larger body, as a squeeze-excite gate's), each as tessera compiles it with the x86
 transpose tiles (``lowering/transpose_tiles.py``) and without them (strided
 reads, which LLVM turns into gathers), against ATen's copy between the two
 layouts and a plain same-layout copy of as many bytes (the bandwidth
