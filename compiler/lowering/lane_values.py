@@ -86,11 +86,13 @@ class LaneValues:
     def at(self, v: SSAValue, idx: Index, dim: int | None) -> SSAValue:
         """``v`` at ``idx`` and the next ``lanes - 1`` indices along ``dim`` (None:
         ``v`` is the same along the lanes), a vector of its compute type."""
-        key = ("lanes", v, dim, *idx)
-        hit = self.kb.cached(key)
-        if hit is None:
-            hit = self.kb.remember(key, self._compute(v, idx, dim))
-        return hit
+        hit = self.kb.cached(_key(v, idx, dim))
+        return hit if hit is not None else self.given(v, idx, dim, self._compute(v, idx, dim))
+
+    def given(self, v: SSAValue, idx: Index, dim: int | None, vec: SSAValue) -> SSAValue:
+        """``vec`` as ``v`` at ``idx`` along ``dim`` from now on: a vector the caller
+        has already (a row of a transpose tile, ``lower._tiled_pointwise``)."""
+        return self.kb.remember(_key(v, idx, dim), vec)
 
     def _compute(self, v: SSAValue, idx: Index, dim: int | None) -> SSAValue:
         if dim is None:
@@ -170,6 +172,10 @@ class LaneValues:
         for k in range(1, self.lanes):
             out = kb.value(vector.InsertOp(lanes[k], out, [k]))
         return out
+
+
+def _key(v: SSAValue, idx: Index, dim: int | None) -> tuple:
+    return ("lanes", v, dim, *idx)
 
 
 def _broadcast_dim(dim: int, src: list[int], out: list[int]) -> int | None:

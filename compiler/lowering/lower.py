@@ -193,9 +193,9 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
         """The outputs at ``n`` neighbours along ``dim`` from ``at``, computed as
         vectors (``given``: vectors of body arguments already read there)."""
         idx = index(at)
-        for arg, vec in given.items():
-            kb.remember(("lanes", arg, dim, *idx), vec)
         lane_values = LaneValues(values, n)
+        for arg, vec in given.items():
+            lane_values.given(arg, idx, dim, vec)
         for v, ref in outs:  # native floats: computed in their storage type
             kb.write_along(lane_values.at(v, idx, dim), ref, idx, dim)
 
