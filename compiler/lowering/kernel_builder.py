@@ -283,6 +283,11 @@ class KernelBuilder:
     def both(self, a: SSAValue | None, b: SSAValue) -> SSAValue:
         return b if a is None else self._arith(arith.AndIOp, a, b)
 
+    def min(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        """``min(a, b)`` of signed indices."""
+        b = self.index(b) if isinstance(b, int) else b
+        return self.select(self.cmp("slt", a, b), a, b)
+
     def clamp(self, a: SSAValue, hi: int) -> SSAValue:
         """``min(max(a, 0), hi)`` with compares and selects."""
         zero, top = self.index(0), self.index(hi)

@@ -54,6 +54,28 @@ def is_native(numerics: Numerics, elem: Attribute) -> bool:
     return dtypes.is_float(elem) and numerics.compute(elem) == storage_type(elem)
 
 
+def all_vector_ops(values: ValueEmitter) -> bool:
+    """Whether :class:`LaneValues` computes every tensor of ``values``' body as
+    vector ops at any lanes, none lane by lane: its arguments native floats, its
+    ops elementwise ones with a vector form, relayouts, same-type converts and
+    expands (a broadcast operand's lanes are one value, splat).
+
+        %s = tsr.mul %a0, %a1 ...; %r = tsr.sigmoid %s ...   // true
+        %r = tsr.reshape %a0, %h, %w ...                     // false: _kept_dim needs static sizes
+    """
+    lanes = LaneValues(values, 1)
+    if not all(lanes._native(a) for a in values.body.args):
+        return False
+    for op in values.body.ops:
+        if not any(isinstance(r.type, TensorType) for r in op.results) or isinstance(op, (tsr.RelayoutOp, tsr.ExpandOp)):
+            continue
+        if isinstance(op, tsr.ConvertOp) and elem_of(op.input.type) == elem_of(op.result.type):
+            continue
+        if not (isinstance(op, ELEMENTWISE_OPS) and lanes._lane_op(op)):
+            return False
+    return True
+
+
 class _LaneScalars(ScalarLowering):
     """:class:`ScalarLowering` on vectors of ``lanes`` f32: its literals are
     broadcast to every lane."""

@@ -24,8 +24,9 @@ stored to a scratch tile; the kernel's own loops then read the scratch along
           ...
 ```
 
-Tiles at the edges of dims that ``V`` does not divide run the plain loops
-under an ``scf.if`` (bounds checked per element).
+A tile at the edge of a dim that ``V`` does not divide (an ``scf.if`` on the
+tile's start) loops over the ``min(V, n - start)`` indices inside the tensor,
+reading the input strided.
 """
 
 from __future__ import annotations

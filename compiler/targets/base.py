@@ -88,6 +88,8 @@ class Target:
     """Relayout reads through in-register transpose tiles of this width (``lowering.transpose_tiles``)."""
     reduce_lanes: int | None = None
     """Reductions over a kept contiguous dim compute this many neighbours per grid point (``lowering.lower``)."""
+    row_lanes: int | None = None
+    """Pointwise kernels compute a static innermost loop at least this long as vectors of this many lanes."""
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
     cooperative_threads: int = 0

@@ -162,14 +162,21 @@ class KernelEval:
             self.block(op.body.block, inner, mask)
             return []
         if isinstance(op, scf.ForOp):
-            lb, ub, step = (int(v) for v in x[:3])
+            lb, step = int(x[0]), int(x[2])
+            ub = x[1]  # one bound, or one per grid point (an edge tile's): each point masked past its own
             accs = x[3:]
-            for i in range(lb, ub, step):
+            for i in range(lb, int(ub.max()) if ub.numel() else 0, step):
                 inner = dict(env)
                 inner[op.body.block.args[0]] = torch.tensor(i)
                 for a, v in zip(op.body.block.args[1:], accs):
                     inner[a] = v
-                accs = self.block(op.body.block, inner, mask)
+                if ub.dim() == 0:
+                    accs = self.block(op.body.block, inner, mask)
+                    continue
+                running = i < ub
+                nxt = self.block(op.body.block, inner, mask & running)
+                accs = [torch.where(running.reshape(running.shape + (1,) * (a.dim() - running.dim())), n, a)
+                        for n, a in zip(nxt, accs)]
             return accs
         if isinstance(op, scf.IfOp):
             c = x[0]

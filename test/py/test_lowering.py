@@ -62,12 +62,13 @@ def compare(got: list[torch.Tensor], expected: list[torch.Tensor], rtol: float |
 
 
 def check_lowering(text: str, rtol: float | None = None, seeds=(0, 1), half_in_f32: bool = True, module=None,
-                   inputs=None, transpose_tile: int | None = None, reduce_lanes: int | None = None):
+                   inputs=None, transpose_tile: int | None = None, reduce_lanes: int | None = None,
+                   row_lanes: int | None = None):
     """Fuse, lower, check the contract, and compare the kernels' outputs with
     the interpreter's on the graph before fusion; the KernelProgramIR."""
     before = module if module is not None else parse(text)
     program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32, transpose_tile=transpose_tile,
-                               reduce_lanes=reduce_lanes)
+                               reduce_lanes=reduce_lanes, row_lanes=row_lanes)
     verify_module(program.host)
     program.kernels.verify()
     assert kernels_of(program), "no kernels"
@@ -182,6 +183,38 @@ def test_no_transpose_tiles_where_they_do_not_apply(body, why):
     x, y = T(shape, layout="nhwc"), T(shape, layout="nchw")
     program = check_lowering(fn(f"%x: {x}", y, "  " + body.format(x=x, y=y), "%r"), transpose_tile=8)
     assert "vector.shuffle" not in op_names(the_kernel(program)), why
+
+
+@pytest.mark.parametrize("shape, elem, vectors", [
+    ((2, 3, 5, 12), "f32", 1),      # a vector of 8, then 4 elements one by one
+    ((1, 4, 6, 16), "f32", 2),
+    ((1, 4, 6, 16), "f64", 2),
+    ((1, 4, 6, 7), "f32", 0),       # shorter than a vector: the plain loop
+    ((1, 4, 6, 16), "i32", 0),      # not a float: no vector form
+])
+def test_pointwise_rows_as_vectors(shape, elem, vectors):
+    """``row_lanes``: a static innermost loop as vectors of 8 lanes (``_vector_row``),
+    a broadcast operand splat; NaN and infinities come out as the interpreter's."""
+    x, b = T(shape, elem), T((shape[1], 1, 1), elem)
+
+    def inputs(seed):
+        xs = random_inputs(parse(text), seed)
+        if elem != "i32":
+            xs[0].view(-1)[::5] = float("nan")
+            xs[0].view(-1)[1::7] = float("inf")
+        return xs
+    op = "tsr.sigmoid" if elem == "f32" else "tsr.relu"
+    text = fn(f"%x: {x}, %y: {x}, %b: {b}", x, f"""
+  %p = tsr.mul %x, %y : ({x}, {x}) -> {x}
+  %s = tsr.add %p, %b : ({x}, {b}) -> {x}
+  %r = {op} %s : ({x}) -> {x}""", "%r")
+    if elem == "i32":
+        text = text.replace("\n  %r = tsr.relu %s : ({x}) -> {x}".format(x=x), "").replace("return %r", "return %s")
+    k = the_kernel(check_lowering(text, inputs=inputs, row_lanes=8))
+    assert op_names(k).count("vector.transfer_write") == (1 if vectors else 0)
+    trips = [op.ub.owner.value.value.data for op in k.walk() if isinstance(op, scf.ForOp)]
+    rest = [shape[-1] % 8] if shape[-1] % 8 else []
+    assert trips == ([vectors, *rest] if vectors else [shape[-1]]), "vectors, then the rest one by one"
 
 
 def test_transpose_tiles_off_without_a_width():

@@ -7,7 +7,8 @@
 //   (`tsr.result_dims`: (input, dim, mul, add, div) per dim: n + 2 for the pad,
 //   2 * (n - 1) for the interleave);
 // - a relayout read at the output's index goes through 8x8 transpose tiles
-//   over a grid of (n + 7) / 8 tiles per dynamic dim.
+//   over a grid of (n + 7) / 8 tiles per dynamic dim; a tile at the edge
+//   loops over the min(8, n - start) rows and columns inside the tensor.
 // RUN: compilerctl dump %s --target x86 --stage kernel | filecheck %s
 // RUN: compilerctl dump %s --target x86 --stage llvm | filecheck %s --check-prefix=LLVM
 
@@ -35,8 +36,11 @@
 // CHECK: %[[W7:.+]] = arith.addi %[[W]], %{{.+}} : index
 // CHECK: %[[TILES:.+]] = arith.divui %[[W7]], %{{.+}} : index
 // CHECK: "scf.parallel"({{.*}}%[[TILES]]
-// CHECK-COUNT-24: vector.shuffle
 // CHECK: scf.if
+// CHECK-COUNT-24: vector.shuffle
+// CHECK: } else {
+// CHECK: %[[ROWS:.+]] = arith.select
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[ROWS]]
 
 // The tile grid's extent in the (optimized) LLVM IR: ceil(W / 8) from the dims array.
 // LLVM-LABEL: define void @fused_2(
