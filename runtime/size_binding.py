@@ -91,12 +91,14 @@ def bind_sizes(program: Any, seen: dict[int, Any]) -> Any:
     step: a ``SizedAlloc``'s placement, a launch's bound launchable, a call's argument
     and result placements (None: not a tensor) and, of a size call, its results. A
     size call becomes their constant (what it read sizes from is guarded, and a
-    constant nothing reads is dropped). See the module doc."""
+    constant nothing reads is dropped), also one whose ints the program returns (a
+    training forward's sizes for its backward). See the module doc."""
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
 
     outputs = set(program.outputs)
-    folded = {i for i, step in enumerate(program.steps)
-              if isinstance(step, Call) and of_sizes(step) and not outputs.intersection(step.results)}
+    folded = {i for i, step in enumerate(program.steps)  # a returned 0-d tensor stays a call: a fresh one each run
+              if isinstance(step, Call) and of_sizes(step)
+              and (not outputs.intersection(step.results) or all(type(v) is int for v in seen[i][2]))}
     sized_by = {b for i, step in enumerate(program.steps)
                 if isinstance(step, (Launch, SizedAlloc)) or i in folded for b in step.args}
     steps = []

@@ -17,6 +17,7 @@ from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import OrderPlacement, Placement, SizedLayout
 from tessera.runtime.program import BOUND_SIZES, Call, Launch, Program, SizedAlloc
 from tessera.runtime.errors import SizesChanged
+from tessera.runtime.size_binding import SizeConstant
 
 from test_dynamic_kernels import CASES, _entry_types, _inputs
 
@@ -128,3 +129,27 @@ def test_a_bound_kernel_checks_its_sizes():
     bound(*launched[0])
     with pytest.raises(SizesChanged, match=f"@{kernel.name} was bound to other sizes"):
         bound(*launched[1])
+
+
+class _Rows:
+    """A size call (``tsr.dim``'s kind) whose int the program returns, as a training
+    forward returns its sizes for the backward."""
+
+    of_sizes = True
+    __name__ = "rows"
+
+    def __call__(self, x: torch.Tensor) -> list[int]:
+        return [int(x.shape[0])]
+
+
+def test_a_returned_size_is_a_constant_of_its_bound_program():
+    layout = SizedLayout(torch.float32, ((0, 0, 1, 0, 1),), (0,))  # sized as the input
+    prog = Program(steps=[Call(_Rows(), (0,), (1,)), SizedAlloc(2, layout, (0,)),
+                          Call(lambda x, out: [torch.mul(x, 2, out=out)], (0, 2), (3,))], inputs=(0,), outputs=(1, 3))
+    for rows in (3, 3, 5, 5, 3):
+        x = torch.randn(rows)
+        n, y = prog.run(x)
+        assert n == rows and type(n) is int and torch.equal(y, x * 2)
+    assert len(prog._bound) == 2
+    for bound in prog._bound.values():
+        assert any(isinstance(getattr(s, "fn", None), SizeConstant) for s in bound.steps), "the binding's constant"
