@@ -151,23 +151,24 @@ def sigmoid(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 def log(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    tiny = b.fcmp_ordered("<", x, f(1.17549435e-38))
-    xs = b.select(tiny, b.fmul(x, f(8388608.0)), x)
-    bits = b.bitcast(xs, I32)
-    e = b.sub(b.and_(b.lshr(bits, i(23)), i(0xFF)), b.select(tiny, i(126 + 23), i(126)))
-    m = b.bitcast(b.or_(b.and_(bits, i(0x007FFFFF)), i(0x3F000000)), F32)
-    below = b.fcmp_ordered("<", m, f(SQRT_HALF))
-    e = b.sub(e, b.zext(below, I32))
-    m = b.fsub(b.select(below, b.fadd(m, m), m), f(1.0))
+    """``log`` of an f32, or of each lane of a vector of them."""
+    tiny = b.fcmp_ordered("<", x, like(x, 1.17549435e-38))
+    xs = b.select(tiny, b.fmul(x, like(x, 8388608.0)), x)
+    bits = b.bitcast(xs, _lanes_of(x, I32))
+    e = b.sub(b.and_(b.lshr(bits, like(bits, 23)), like(bits, 0xFF)), b.select(tiny, like(bits, 126 + 23), like(bits, 126)))
+    m = b.bitcast(b.or_(b.and_(bits, like(bits, 0x007FFFFF)), like(bits, 0x3F000000)), x.type)
+    below = b.fcmp_ordered("<", m, like(x, SQRT_HALF))
+    e = b.sub(e, b.zext(below, bits.type))
+    m = b.fsub(b.select(below, b.fadd(m, m), m), like(x, 1.0))
     z = b.fmul(m, m)
     y = b.fmul(b.fmul(horner(b, m, LOG_P), m), z)
-    ef = b.sitofp(e, F32)
-    y = fmuladd(b, ef, f(LN2_LO), y)
-    y = fmuladd(b, z, f(-0.5), y)
-    r = fmuladd(b, ef, f(LN2_HI), b.fadd(m, y))
-    r = b.select(b.fcmp_ordered("==", x, f(INF)), f(INF), r)
-    r = b.select(b.fcmp_ordered("==", x, f(0.0)), f(-INF), r)
-    return b.select(b.fcmp_unordered("<", x, f(0.0)), f(NAN), r)
+    ef = b.sitofp(e, x.type)
+    y = fmuladd(b, ef, like(x, LN2_LO), y)
+    y = fmuladd(b, z, like(x, -0.5), y)
+    r = fmuladd(b, ef, like(x, LN2_HI), b.fadd(m, y))
+    r = b.select(b.fcmp_ordered("==", x, like(x, INF)), like(x, INF), r)
+    r = b.select(b.fcmp_ordered("==", x, like(x, 0.0)), like(x, -INF), r)
+    return b.select(b.fcmp_unordered("<", x, like(x, 0.0)), like(x, NAN), r)
 
 
 def tanh(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
