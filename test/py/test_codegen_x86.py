@@ -329,24 +329,31 @@ def test_logistic_forms_are_one_expansion_within_2_ulp(features, numerator, fn):
     assert (y.double() - want)[tiny].abs().max() < 1e-36
 
 
-def vector_logistic_kernel(numerator: str, n: int) -> str:
-    """:func:`logistic_kernel` on ``vector<8xf32>`` as ``lowering/lane_values.py``
-    spells it: its ``1.0`` broadcast to every lane."""
+V8 = "vector<8xf32>"
+
+
+def vector_rows_kernel(name: str, n: int, body: str) -> str:
+    """A kernel over ``n`` f32 as 8-lane rows, as ``lowering/lane_values.py`` computes
+    them: ``%v`` a row of ``x``, ``body`` computing ``%r``, written to ``y``."""
     t = memref([n], "f32")
-    v8 = "vector<8xf32>"
     along = "{in_bounds = [true], permutation_map = affine_map<(d0) -> (d0)>}"
-    return kernel("logistic", [("x", t), ("y", t)], [1], [n // 8], f"""
+    return kernel(name, [("x", t), ("y", t)], [1], [n // 8], f"""
     %c8 = arith.constant 8 : index
     %pad = arith.constant 0.0 : f32
-    %one1 = arith.constant 1.0 : f32
     %at = arith.muli %i0, %c8 : index
-    %one = vector.broadcast %one1 : f32 to {v8}
-    %v = vector.transfer_read %x[%at], %pad {along} : {t}, {v8}
-    %m = arith.negf %v : {v8}
-    %e = math.exp %m : {v8}
-    %d = arith.addf %one, %e : {v8}
-    %r = arith.divf {numerator}, %d : {v8}
-    vector.transfer_write %r, %y[%at] {along} : {v8}, {t}""")
+    %v = vector.transfer_read %x[%at], %pad {along} : {t}, {V8}{body}
+    vector.transfer_write %r, %y[%at] {along} : {V8}, {t}""")
+
+
+def vector_logistic_kernel(numerator: str, n: int) -> str:
+    """:func:`logistic_kernel` on ``vector<8xf32>``: its ``1.0`` broadcast to every lane."""
+    return vector_rows_kernel("logistic", n, f"""
+    %one1 = arith.constant 1.0 : f32
+    %one = vector.broadcast %one1 : f32 to {V8}
+    %m = arith.negf %v : {V8}
+    %e = math.exp %m : {V8}
+    %d = arith.addf %one, %e : {V8}
+    %r = arith.divf {numerator}, %d : {V8}""")
 
 
 @pytest.mark.parametrize("numerator", ["%v", "%one"], ids=["silu", "sigmoid"])
@@ -366,17 +373,9 @@ def test_logistic_forms_of_vectors_are_the_same_expansion(numerator):
 
 
 def vector_unary_kernel(op: str, n: int) -> str:
-    """:func:`unary_kernel` on ``vector<8xf32>``, as ``lowering/lane_values.py`` computes a row."""
-    t = memref([n], "f32")
-    v8 = "vector<8xf32>"
-    along = "{in_bounds = [true], permutation_map = affine_map<(d0) -> (d0)>}"
-    return kernel("unary", [("x", t), ("y", t)], [1], [n // 8], f"""
-    %c8 = arith.constant 8 : index
-    %pad = arith.constant 0.0 : f32
-    %at = arith.muli %i0, %c8 : index
-    %v = vector.transfer_read %x[%at], %pad {along} : {t}, {v8}
-    %r = {op} %v : {v8}
-    vector.transfer_write %r, %y[%at] {along} : {v8}, {t}""")
+    """:func:`unary_kernel` on ``vector<8xf32>``."""
+    return vector_rows_kernel("unary", n, f"""
+    %r = {op} %v : {V8}""")
 
 
 @pytest.mark.parametrize("op", ["math.log", "math.exp", "math.tanh", "math.erf", "math.sqrt", "math.rsqrt",
