@@ -54,28 +54,6 @@ def is_native(numerics: Numerics, elem: Attribute) -> bool:
     return dtypes.is_float(elem) and numerics.compute(elem) == storage_type(elem)
 
 
-def all_vector_ops(values: ValueEmitter) -> bool:
-    """Whether :class:`LaneValues` computes every tensor of ``values``' body as
-    vector ops at any lanes, none lane by lane: its arguments native floats, its
-    ops elementwise ones with a vector form, relayouts, same-type converts and
-    expands (a broadcast operand's lanes are one value, splat).
-
-        %s = tsr.mul %a0, %a1 ...; %r = tsr.sigmoid %s ...   // true
-        %r = tsr.reshape %a0, %h, %w ...                     // false: _kept_dim needs static sizes
-    """
-    lanes = LaneValues(values, 1)
-    if not all(lanes._native(a) for a in values.body.args):
-        return False
-    for op in values.body.ops:
-        if not any(isinstance(r.type, TensorType) for r in op.results) or isinstance(op, (tsr.RelayoutOp, tsr.ExpandOp)):
-            continue
-        if isinstance(op, tsr.ConvertOp) and elem_of(op.input.type) == elem_of(op.result.type):
-            continue
-        if not (isinstance(op, ELEMENTWISE_OPS) and lanes._lane_op(op)):
-            return False
-    return True
-
-
 class _LaneScalars(ScalarLowering):
     """:class:`ScalarLowering` on vectors of ``lanes`` f32: its literals are
     broadcast to every lane."""
@@ -104,6 +82,25 @@ class LaneValues:
         self.kb = values.kb
         self.lanes = lanes
         self.sc = _LaneScalars(values.kb, values.sc.num, lanes)
+
+    def whole_body(self) -> bool:
+        """Whether every tensor of the body is computed as vector ops, none lane by
+        lane: its arguments native floats, its ops elementwise ones with a vector
+        form (:meth:`_lane_op`), relayouts, same-type converts and expands.
+
+            %s = tsr.mul %a0, %a1 ...; %r = tsr.sigmoid %s ...   // true
+            %r = tsr.reshape %a0, %h, %w ...                     // false: _kept_dim needs static sizes
+        """
+        if not all(self._native(a) for a in self.values.body.args):
+            return False
+        for op in self.values.body.ops:
+            if not any(isinstance(r.type, TensorType) for r in op.results) or isinstance(op, (tsr.RelayoutOp, tsr.ExpandOp)):
+                continue
+            if isinstance(op, tsr.ConvertOp) and elem_of(op.input.type) == elem_of(op.result.type):
+                continue
+            if not (isinstance(op, ELEMENTWISE_OPS) and self._lane_op(op)):
+                return False
+        return True
 
     def at(self, v: SSAValue, idx: Index, dim: int | None) -> SSAValue:
         """``v`` at ``idx`` and the next ``lanes - 1`` indices along ``dim`` (None:

@@ -48,7 +48,7 @@ from ..ir_io import op_location
 from .dim_exprs import RESULT_DIMS, encode_result_dims, result_dims
 from .index_maps import concat_offsets
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, memref_type, storage_type
-from .lane_values import LaneValues, all_vector_ops, is_native
+from .lane_values import LaneValues, is_native
 from .reductions import ReductionLoops
 from .scalar_ops import Numerics, ScalarLowering
 from .transpose_tiles import TransposeTiles, read_at_output_index, tileable_element
@@ -208,7 +208,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
         return
     segments = concat_segments(values.body, inner, shape) if inner is not None and concat_loops else []
     rows = row_lanes if (inner is not None and row_lanes and DYNAMIC != shape[inner] >= row_lanes and not segments
-                         and all_vector_ops(values)) else 0
+                         and LaneValues(values, row_lanes).whole_body()) else 0
 
     def grid_body(ivs) -> None:
         at = dict(zip(grid_dims, ivs))
