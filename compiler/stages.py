@@ -70,7 +70,8 @@ def lower_kernels(fused: ModuleOp, target: str):
 
     t = targets.get(target)
     program = lower_to_kernels(fused, half_in_f32=t.half_compute == "f32-compute", transpose_tile=t.transpose_tile,
-                               reduce_lanes=t.reduce_lanes, concat_loops=not t.thread_per_point, row_lanes=t.row_lanes)
+                               reduce_lanes=t.reduce_lanes, concat_loops=not t.thread_per_point, row_lanes=t.row_lanes,
+                               merge_rows=t.merge_rows)
     if t.thread_per_point:
         from .codegen.gpu import thread_per_point
 

@@ -171,6 +171,8 @@ class Kernel:
                 raise SignatureMismatch(f"{where}: shape {tuple(t.shape)} != expected {_show(spec.shape)}")
             if not same_strides(t.shape, t.stride(), spec.strides):
                 raise SignatureMismatch(f"{where}: strides {t.stride()} != expected {_show(spec.strides)}")
+            if spec.rows and not spec.merges(t.shape, t.stride()):
+                raise SignatureMismatch(f"{where}: strides {t.stride()} do not merge dims {list(spec.rows)} into rows")
         self._check_aliasing(tensors)
 
     def _check_aliasing(self, tensors: Sequence[torch.Tensor]) -> None:

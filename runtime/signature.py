@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -56,6 +57,27 @@ class BufferSpec:
     strides: tuple[int, ...]
     dtype: str
     is_output: bool = False
+    rows: tuple[tuple[int, ...], ...] = ()
+    """Groups of consecutive dims the kernel reads as one (``memref.collapse_shape``):
+    a tensor's strides must merge each (:meth:`merges`)."""
+
+    def merges(self, shape: Sequence[int], strides: Sequence[int]) -> bool:
+        """Whether a tensor of ``shape`` and ``strides`` holds each of :attr:`rows`
+        as one run: every dim's stride is the product of the sizes inside it times
+        the innermost dim's stride (the kernel's static one; a dim of size 1 may
+        have any stride).
+
+            BufferSpec((-1, 8, -1, -1), (-1, -1, -1, 1), "float32", rows=((2, 3),)).merges((2, 8, 4, 4), (128, 16, 4, 1))
+        """
+        for group in self.rows:
+            inner = group[-1]
+            step = self.strides[inner] if self.strides[inner] != DYNAMIC else strides[inner]
+            expected = step * shape[inner]
+            for d in reversed(group[:-1]):
+                if shape[d] != 1 and strides[d] != expected:
+                    return False
+                expected *= shape[d]
+        return True
 
     @property
     def numel(self) -> int:
@@ -67,11 +89,13 @@ class BufferSpec:
         return DYNAMIC in self.shape or DYNAMIC in self.strides
 
     def to_json(self) -> dict[str, Any]:
-        return {"shape": list(self.shape), "strides": list(self.strides), "dtype": self.dtype, "is_output": self.is_output}
+        d = {"shape": list(self.shape), "strides": list(self.strides), "dtype": self.dtype, "is_output": self.is_output}
+        return {**d, "rows": [list(g) for g in self.rows]} if self.rows else d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> BufferSpec:
-        return cls(tuple(d["shape"]), tuple(d["strides"]), str(d["dtype"]), bool(d["is_output"]))
+        rows = tuple(tuple(int(x) for x in g) for g in d.get("rows", ()))
+        return cls(tuple(d["shape"]), tuple(d["strides"]), str(d["dtype"]), bool(d["is_output"]), rows)
 
 
 @dataclass(frozen=True)

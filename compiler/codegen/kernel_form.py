@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BFloat16Type,
@@ -103,8 +103,9 @@ def analyze_kernel(fn: func.FuncOp) -> KernelForm:
     grid = _grid(parallel, where)
     _check_stores(fn, outputs, where)
     _check_grid_fits(parallel, grid, where)
+    rows = _merged_rows(fn, where)
     args = tuple(
-        BufferSpec(sizes_of(t), static_strides(t), _dtype_name(fn, i, t, where), i in outputs)
+        BufferSpec(sizes_of(t), static_strides(t), _dtype_name(fn, i, t, where), i in outputs, rows.get(i, ()))
         for i, t in enumerate(types)
     )
     return KernelForm(fn, KernelSignature(name, grid, args, _threads_per_point(fn, where)), parallel, types)
@@ -161,10 +162,11 @@ def _top_level_parallel(fn: func.FuncOp, where: str) -> scf.ParallelOp:
         raise CodegenError(f"{where}: the body needs exactly one top-level scf.parallel, found {len(parallels)}")
     if not isinstance(ops[-1], func.ReturnOp) or ops[-2] is not parallels[0]:
         raise CodegenError(f"{where}: the body must end with the scf.parallel and func.return")
-    stray = [op.name for op in ops[:-2] if not op.name.startswith("arith.") and op.name not in ("memref.alloca", "memref.dim")]
+    stray = [op.name for op in ops[:-2]
+             if not op.name.startswith("arith.") and op.name not in ("memref.alloca", "memref.dim", "memref.collapse_shape")]
     if stray:
-        raise CodegenError(f"{where}: only arith ops, memref.dim and memref.alloca may precede the scf.parallel, "
-                           f"found {stray[0]}")
+        raise CodegenError(f"{where}: only arith ops, memref.dim, memref.collapse_shape and memref.alloca may precede "
+                           f"the scf.parallel, found {stray[0]}")
     if parallels[0].initVals:
         raise CodegenError(f"{where}: the top-level scf.parallel may not reduce (it has init values)")
     return parallels[0]
@@ -267,10 +269,26 @@ def _inside_if(op, top: scf.ParallelOp) -> bool:
     return False
 
 
+def _merged_rows(fn: func.FuncOp, where: str) -> dict[int, tuple[tuple[int, ...], ...]]:
+    """Per argument, the dims a ``memref.collapse_shape`` of it merges (groups of
+    two or more): the runtime checks that a tensor's strides merge them."""
+    rows: dict[int, tuple[tuple[int, ...], ...]] = {}
+    for op in fn.body.block.ops:
+        if isinstance(op, memref.CollapseShapeOp):
+            src = op.src
+            if not (isinstance(src, BlockArgument) and src.owner is fn.body.block):
+                raise CodegenError(f"{where}: memref.collapse_shape must collapse a kernel argument")
+            groups = tuple(tuple(int(e.value.data) for e in g.data) for g in op.reassociation.data)
+            rows[src.index] = rows.get(src.index, ()) + tuple(g for g in groups if len(g) > 1)
+    return rows
+
+
 def _check_stores(fn: func.FuncOp, outputs: frozenset[int], where: str) -> None:
     for op in fn.walk():
-        if isinstance(op, memref.StoreOp):
-            target = op.memref
+        if isinstance(op, memref.StoreOp | vector.TransferWriteOp):
+            target = op.operands[1]
+            if isinstance(target.owner, memref.CollapseShapeOp):
+                target = target.owner.src
             if isinstance(target, BlockArgument) and target.owner is fn.body.block and target.index not in outputs:
                 raise CodegenError(f"{where}: stores to argument #{target.index}, which '{OUTPUTS_ATTR}' does not list")
 

@@ -25,7 +25,7 @@ from tessera.compiler.codegen.convert import convert_float
 from tessera.compiler.codegen.errors import CodegenError
 from tessera.compiler.codegen.kernel_form import KernelForm, analyze_module, sizes_of, static_strides
 from tessera.compiler.codegen.llvm_target import LlvmTarget
-from tessera.compiler.codegen.types import I64, llvm_type
+from tessera.compiler.codegen.types import I8, I64, llvm_type
 from tessera.compiler.ir_io import op_location
 from tessera.runtime.signature import DYNAMIC
 
@@ -111,6 +111,24 @@ class KernelEmitter:
         """The strides of the memref ``base`` points to: numbers, and the run-time
         values of a kernel argument's dynamic strides."""
         return [s if s != DYNAMIC else self._dims[id(base)][(False, d)] for d, s in enumerate(static_strides(t))]
+
+    def merged_view(self, base: ir.Value, t: MemRefType, groups: Sequence[Sequence[int]]) -> ir.Value:
+        """``base`` (of type ``t``) with each group of consecutive dims merged into
+        one (``memref.collapse_shape``): its size the product of theirs, its stride
+        the group's innermost. A new pointer value, so that its sizes and strides
+        are its own."""
+        view = self.b.gep(base, [ir.Constant(I64, 0)], inbounds=True, source_etype=I8)
+        strides = self.strides_of(base, t)
+        dims: dict[tuple[bool, int], ir.Value] = {}
+        for k, group in enumerate(groups):
+            size: ir.Value = self.size_of(base, t, group[0])
+            for d in group[1:]:
+                size = self.b.mul(size, self.size_of(base, t, d), flags=["nsw"])
+            dims[(True, k)] = size
+            if isinstance(strides[group[-1]], ir.Value):
+                dims[(False, k)] = strides[group[-1]]
+        self._dims[id(view)] = dims
+        return view
 
     def entry_alloca(self, element: ir.Type, count: int) -> ir.Value:
         """``count`` elements of stack scratch, allocated once per call in the entry block."""

@@ -8,6 +8,8 @@
 
 A dynamic stride (``strided<[?, 1]>``) is the kernel's run-time value of it
 (``KernelEmitter.strides_of``), and ``memref.dim`` of a dynamic size reads it likewise.
+``memref.collapse_shape`` of an argument is the same address with merged sizes
+(their product) and strides (the innermost one's): ``KernelEmitter.merged_view``.
 
 ``i1`` elements are bytes (torch's bool): loaded as ``i8 != 0`` and stored zero-extended.
 ``memref.alloca`` becomes an ``alloca`` in the function's entry block (allocated once per call).
@@ -84,7 +86,13 @@ def _dim(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
     return [em.size_of(a[0], op.source.type, d)]
 
 
+def _collapse_shape(em: KernelEmitter, op: Operation, a: list[ir.Value]) -> list[ir.Value]:
+    groups = [[int(e.value.data) for e in g.data] for g in op.reassociation.data]
+    return [em.merged_view(a[0], op.src.type, groups)]
+
+
 LOWERINGS: dict[str, Lowering] = {
+    "memref.collapse_shape": _collapse_shape,
     "memref.dim": _dim,
     "memref.load": _load,
     "memref.store": _store,

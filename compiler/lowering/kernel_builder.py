@@ -14,6 +14,7 @@ reuses index arithmetic, and assembles the function:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -28,6 +29,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
     StridedLayoutAttr,
     TensorType,
     UnitAttr,
@@ -111,6 +113,8 @@ class KernelBuilder:
         self._expr: dict[SSAValue, tuple] = {}  # index value -> (kind, operand, n) of div/rem/mul by a constant
         self._blocks: list[Block] = []
         self._caches: list[dict] = []
+        self._views: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]] = {}
+        """Argument memref -> its ``memref.collapse_shape`` and the dims merged (:meth:`collapse`)."""
 
     # -- insertion ---------------------------------------------------------------------
     @property
@@ -172,7 +176,15 @@ class KernelBuilder:
 
     def dim(self, ref: SSAValue, d: int) -> SSAValue:
         """The size of argument memref ``ref`` along ``d``: a constant, or for a
-        dynamic size ``memref.dim`` in the pool (the kernel reads it at run time)."""
+        dynamic size ``memref.dim`` in the pool (the kernel reads it at run time).
+        Of a collapsed argument (:meth:`collapse`), the merged dims' innermost is
+        the row's length, its outer ones are 1."""
+        view = self._views.get(ref)
+        if view is not None and d in view[1]:
+            return self._row_length(ref, view[1]) if d == view[1][-1] else self.index(1)
+        return self._own_dim(ref, d)
+
+    def _own_dim(self, ref: SSAValue, d: int) -> SSAValue:
         n = ref.type.get_shape()[d]
         if n != DYNAMIC:
             return self.index(n)
@@ -182,6 +194,60 @@ class KernelBuilder:
             self._const_ops.append(op)
             self._consts[key] = op.result
         return self._consts[key]
+
+    def _row_length(self, ref: SSAValue, group: tuple[int, ...]) -> SSAValue:
+        """The product of ``ref``'s sizes along ``group``, in the pool."""
+        key = ("row", ref, group)
+        if key not in self._consts:
+            n = self._own_dim(ref, group[0])
+            for d in group[1:]:
+                m = self._own_dim(ref, d)
+                if self.known(n) is not None and self.known(m) is not None:
+                    n = self.index(self.known(n) * self.known(m))
+                    continue
+                op = arith.MuliOp(n, m)
+                self._const_ops.append(op)
+                n = op.result
+            self._consts[key] = n
+        return self._consts[key]
+
+    # -- collapsed arguments -----------------------------------------------------------
+    def collapse(self, ref: SSAValue, group: Sequence[int]) -> None:
+        """Reads and writes of argument ``ref`` go through a ``memref.collapse_shape``
+        of it (in the pool) merging the consecutive dims ``group`` into one row
+        (``row_dims``). Callers keep indexing ``ref``'s own dims: the group's
+        innermost dim indexes the row, its outer dims are always 0.
+
+            memref<?x144x?x?xf32, strided<[?, ?, ?, 1]>>  (2, 3) ->  memref<?x144x?xf32, strided<[?, ?, 1]>>
+        """
+        t = ref.type
+        shape, strides = list(t.get_shape()), list(t.get_strides())
+        first, last = group[0], group[-1]
+        sizes = [shape[d] for d in group]
+        merged = DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
+        new_shape = [*shape[:first], merged, *shape[last + 1:]]
+        new_strides = [*strides[:first], strides[last], *strides[last + 1:]]
+        row_major = DYNAMIC not in new_shape and new_strides == list(strides_for(new_shape, tuple(range(len(new_shape)))))
+        layout: Attribute = NoneAttr() if row_major else StridedLayoutAttr(new_strides, 0)
+        rank = len(shape)
+        groups = [[d] for d in range(first)] + [list(group)] + [[d] for d in range(last + 1, rank)]
+        op = memref.CollapseShapeOp.create(
+            operands=[ref], result_types=[MemRefType(t.get_element_type(), new_shape, layout)],
+            properties={"reassociation": ArrayAttr([ArrayAttr([IntegerAttr(d, i64) for d in g]) for g in groups])})
+        self._const_ops.append(op)
+        self._views[ref] = (op.results[0], tuple(group))
+
+    def _through_view(self, ref: SSAValue, idx: Sequence[SSAValue],
+                      dim: int | None = None) -> tuple[SSAValue, list[SSAValue], int | None]:
+        """``ref``, an index of it and a dim of it as the collapsed memref of ``ref`` takes them."""
+        view = self._views.get(ref)
+        if view is None:
+            return ref, list(idx), dim
+        collapsed, group = view
+        keep = [d for d in range(len(idx)) if d not in group[:-1]]
+        if dim is not None and dim not in keep:
+            raise LoweringError(f"a vector along dim {dim}, inside the collapsed dims {list(group)}")
+        return collapsed, [idx[d] for d in keep], None if dim is None else keep.index(dim)
 
     def tiles(self, n: int | SSAValue, width: int) -> int | SSAValue:
         """How many ``width``-wide tiles cover ``n`` (a size, or a dynamic size's value):
@@ -303,27 +369,31 @@ class KernelBuilder:
         return op.memref
 
     def load(self, ref: SSAValue, idx: Sequence[SSAValue]) -> SSAValue:
+        ref, idx, _ = self._through_view(ref, idx)
         key = ("load", ref, *idx)
         hit = self.cached(key)
         if hit is not None:
             return hit
-        return self.remember(key, self.value(memref.LoadOp.get(ref, list(idx))))
+        return self.remember(key, self.value(memref.LoadOp.get(ref, idx)))
 
     def read_along(self, ref: SSAValue, idx: Sequence[SSAValue], dim: int, vec: VectorType) -> SSAValue:
         """``vec``'s length of elements of ``ref`` from ``idx`` along ``dim``, in bounds
         (``vector.transfer_read``: one vector load where ``dim`` has stride 1)."""
+        ref, idx, dim = self._through_view(ref, idx, dim)
         elem = vec.element_type
         pad = self.const(0.0 if dtypes.is_float(elem) else 0, elem)  # never read: the reads are in bounds
-        return self.value(vector.TransferReadOp(ref, list(idx), pad, vec, *_along(len(idx), dim)))
+        return self.value(vector.TransferReadOp(ref, idx, pad, vec, *_along(len(idx), dim)))
 
     def write_along(self, v: SSAValue, ref: SSAValue, idx: Sequence[SSAValue], dim: int) -> None:
         """Vector ``v`` into ``ref`` from ``idx`` along ``dim``, in bounds
         (``vector.transfer_write``: one vector store where ``dim`` has stride 1)."""
+        ref, idx, dim = self._through_view(ref, idx, dim)
         in_bounds, along = _along(len(idx), dim)
-        self.emit(vector.TransferWriteOp(v, ref, list(idx), in_bounds, permutation_map=along))
+        self.emit(vector.TransferWriteOp(v, ref, idx, in_bounds, permutation_map=along))
 
     def store(self, v: SSAValue, ref: SSAValue, idx: Sequence[SSAValue]) -> None:
-        self.emit(memref.StoreOp.get(v, ref, list(idx)))
+        ref, idx, _ = self._through_view(ref, idx)
+        self.emit(memref.StoreOp.get(v, ref, idx))
 
     # -- structured control flow ----------------------------------------------------------
     def for_loop(self, upper: int | SSAValue, inits: Sequence[SSAValue],

@@ -50,6 +50,7 @@ from .index_maps import concat_offsets
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, memref_type, storage_type
 from .lane_values import LaneValues, is_native
 from .reductions import ReductionLoops
+from .row_dims import holds_row, row_dims
 from .scalar_ops import Numerics, ScalarLowering
 from .transpose_tiles import TransposeTiles, read_at_output_index, tileable_element
 from .values import ValueEmitter
@@ -74,7 +75,8 @@ def _print(op: Operation) -> str:
 
 
 def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), tile: int | None = None,
-                lanes: int | None = None, concat_loops: bool = True, row_lanes: int | None = None) -> func.FuncOp:
+                lanes: int | None = None, concat_loops: bool = True, row_lanes: int | None = None,
+                merge_rows: bool = False) -> func.FuncOp:
     """The kernel function computing ``op``'s results from its operands.
     ``tile``: the width of the transpose tiles for inputs read across their
     contiguous dim (``transpose_tiles``; None: strided reads). ``lanes``: the
@@ -83,7 +85,9 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
     innermost loop at the operands of a concat along it (``concat_segments``;
     not where each thread computes one point: a GPU's grid takes that loop).
     ``row_lanes``: a pointwise kernel's static innermost loop at least this long
-    runs as vectors of this many lanes (``_vector_row``; None: the plain loop)."""
+    runs as vectors of this many lanes (``_vector_row``; None: the plain loop).
+    ``merge_rows``: a pointwise kernel's innermost dims that every tensor stores
+    alike are one loop (``row_dims``: ``h * w`` of NCHW tensors)."""
     n_in, n_out = len(op.inputs), len(op.outs)
     arg_types = [memref_type(v.type) for v in op.inputs] + [memref_type(r.type) for r in op.outs]
     names = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
@@ -99,7 +103,8 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
         _reduction_kernel(kb, scalars, values, reductions, outs, lanes)
     else:
         reads = list(zip(body.args, kb.args[:n_in]))
-        _pointwise_kernel(kb, scalars, values, outs, reads, tile, concat_loops, row_lanes)
+        group = row_dims(op) if merge_rows else None
+        _pointwise_kernel(kb, scalars, values, outs, reads, tile, concat_loops, row_lanes, group)
     return kb.finish()
 
 
@@ -169,8 +174,11 @@ def _tile_grid_order(dims: list[int], out_layout, in_layout) -> list[int]:
 
 
 def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
-                      reads=(), tile: int | None = None, concat_loops: bool = True, row_lanes: int | None = None) -> None:
-    """``reads``: (body argument, input memref) pairs."""
+                      reads=(), tile: int | None = None, concat_loops: bool = True, row_lanes: int | None = None,
+                      group: tuple[int, ...] | None = None) -> None:
+    """``reads``: (body argument, input memref) pairs. ``group``: the dims the
+    innermost loop walks as one row (``row_dims``), where they are the innermost
+    loops."""
     first = outs[0][0].type
     shape = shape_of(first)
     for v, _ in outs:
@@ -206,8 +214,17 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
         native = all(is_native(scalars.num, elem_of(t.type)) for t in [*(arg for arg, _ in transposed), *(v for v, _ in outs)])
         _tiled_pointwise(kb, out_ref, dims, transposed, tile, layout_of(first), index, point, lanes if native else None)
         return
+    length = shape[inner] if inner is not None else 1
+    if group and dims[-len(group):] == list(group):
+        for ref in [ref for _, ref in reads] + [ref for _, ref in outs]:
+            own = tuple(d - len(shape) + ref.type.get_num_dims() for d in group)  # right-aligned to the output
+            if own[0] >= 0 and holds_row(ref.type.get_shape(), own):
+                kb.collapse(ref, own)
+        grid_dims = [d for d in grid_dims if d not in group]
+        sizes = [shape[d] for d in group]
+        length = DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
     segments = concat_segments(values.body, inner, shape) if inner is not None and concat_loops else []
-    rows = row_lanes if (inner is not None and row_lanes and DYNAMIC != shape[inner] >= row_lanes and not segments
+    rows = row_lanes if (inner is not None and row_lanes and DYNAMIC != length >= row_lanes and not segments
                          and LaneValues(values, row_lanes).whole_body()) else 0
 
     def grid_body(ivs) -> None:
@@ -216,7 +233,7 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             point(at)
             return
         if rows:
-            _vector_row(kb, at, inner, shape[inner], rows, point, lanes)
+            _vector_row(kb, at, inner, length, rows, point, lanes)
             return
         if not segments:
             kb.for_loop(kb.dim(out_ref, inner), [], lambda iv, _accs: point({**at, inner: iv}) or [])
@@ -418,7 +435,7 @@ def _reduction_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
 
 def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_tile: int | None = None,
                      reduce_lanes: int | None = None, concat_loops: bool = True,
-                     row_lanes: int | None = None) -> KernelProgramIR:
+                     row_lanes: int | None = None, merge_rows: bool = False) -> KernelProgramIR:
     """Lower every ``tsr.fused`` of ``module`` (the ``fused`` stage, not
     modified) to a kernel and a ``tsr.launch``. ``half_in_f32``: compute
     ``f16``/``bf16`` in ``f32`` (x86, CUDA) or natively (Metal).
@@ -427,7 +444,8 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_ti
     by side along a kept contiguous dim (x86: 16, a vector of f32).
     ``concat_loops``: a loop per concat operand along the innermost loop (CPUs).
     ``row_lanes``: pointwise rows along a static innermost dim as vectors of
-    this many lanes (x86: 8)."""
+    this many lanes (x86: 8). ``merge_rows``: innermost dims every tensor of a
+    pointwise kernel stores alike as one loop (``row_dims``; x86)."""
     numerics = Numerics(half_in_f32)
     host = module.clone()
     kernels = ModuleOp([])
@@ -436,7 +454,7 @@ def lower_to_kernels(module: ModuleOp, *, half_in_f32: bool = True, transpose_ti
     for op in fused:
         name = f"fused_{len(by_text)}"
         try:
-            kernel = lower_fused(op, name, numerics, transpose_tile, reduce_lanes, concat_loops, row_lanes)
+            kernel = lower_fused(op, name, numerics, transpose_tile, reduce_lanes, concat_loops, row_lanes, merge_rows)
             dynamic = not all(is_static(shape_of(r.type)) for r in op.outs)
             dims = encode_result_dims(result_dims(op)) if dynamic else None
         except LoweringError as e:

@@ -90,6 +90,9 @@ class Target:
     """Reductions over a kept contiguous dim compute this many neighbours per grid point (``lowering.lower``)."""
     row_lanes: int | None = None
     """Pointwise kernels compute a static innermost loop at least this long as vectors of this many lanes."""
+    merge_rows: bool = False
+    """Pointwise kernels loop over the innermost dims every tensor stores alike as one row
+    (``lowering.row_dims``: ``h * w`` of NCHW), reading their arguments through ``memref.collapse_shape``."""
     thread_per_point: bool = False
     """Kernels run one thread per grid point (``codegen.gpu.thread_per_point``)."""
     cooperative_threads: int = 0

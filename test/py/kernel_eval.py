@@ -85,6 +85,13 @@ class _Buffer:
         self.flat = tensor.as_strided((size,), (1,))
         self.writes = torch.zeros(size, dtype=torch.int32) if is_output else None
 
+    def collapsed(self, t: MemRefType) -> _Buffer:
+        """The same storage (and write counts) addressed as ``t`` (``memref.collapse_shape``)."""
+        view = object.__new__(_Buffer)
+        view.__dict__.update(self.__dict__)
+        view.shape, view.strides = t.get_shape(), memref_strides(t)
+        return view
+
     def offsets(self, idx: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
         off = torch.zeros((), dtype=torch.int64)
         bad = torch.zeros((), dtype=torch.bool)
@@ -185,6 +192,8 @@ class KernelEval:
             return [torch.where(c, a, b) for a, b in zip(then, other)]
         if isinstance(op, memref.AllocaOp):
             return [_Scratch(op.memref.type)]
+        if isinstance(op, memref.CollapseShapeOp):
+            return [x[0].collapsed(op.result.type)]
         if isinstance(op, memref.LoadOp):
             buf = x[0]
             return [buf.flat[_offsets(buf, x[1:], mask)]]
@@ -353,7 +362,8 @@ def check_contract(fn: func.FuncOp, half_in_f32: bool = True) -> None:
             assert t.layout.offset.data == 0 and all(s.data is not None for s in t.layout.strides.data)
     ops = list(fn.body.block.ops)
     assert isinstance(ops[-1], func.ReturnOp) and isinstance(ops[-2], scf.ParallelOp), "constants, one scf.parallel, return"
-    assert all(isinstance(o, (arith.ConstantOp, memref.AllocaOp)) for o in ops[:-2]), "only constants and scratch before the grid"
+    assert all(isinstance(o, (arith.ConstantOp, memref.AllocaOp, memref.CollapseShapeOp)) for o in ops[:-2]), \
+        "only constants, scratch and collapsed arguments before the grid"
     par = ops[-2]
     assert not par.initVals
     for v in (*par.lowerBound, *par.step):

@@ -93,7 +93,19 @@ func.func @forward(%dy: tensor<?x16x?x?xf32, #tsr.layout<nhwc>>, %x: tensor<?x16
 """A kernel's result returned through a permute that views it (``fuse-kernels``' rule 5):
 the kernel writes the difference in its own dims, the NCHW input read through tiles."""
 
+ROWS = """
+func.func @forward(%x: tensor<?x24x?x?xf32>, %y: tensor<?x24x?x?xf32>, %b: tensor<1x24x1x1xf32>) -> tensor<?x24x?x?xf32> {
+  %p = tsr.mul %x, %y : (tensor<?x24x?x?xf32>, tensor<?x24x?x?xf32>) -> tensor<?x24x?x?xf32>
+  %s = tsr.add %p, %b : (tensor<?x24x?x?xf32>, tensor<1x24x1x1xf32>) -> tensor<?x24x?x?xf32>
+  %r = tsr.sigmoid %s : (tensor<?x24x?x?xf32>) -> tensor<?x24x?x?xf32>
+  func.return %r : tensor<?x24x?x?xf32>
+}
+"""
+"""NCHW planes of run-time sizes: on x86 each plane is one row, ``h * w`` long
+(``lowering/row_dims.py``), the per-channel operand broadcast over it."""
+
 CASES = {"norm": (NORM, [(2, 8, 5, 7), (1, 8, 16, 16), (3, 8, 9, 2)]),
+         "rows": (ROWS, [(2, 24, 4, 4), (1, 24, 7, 9), (3, 24, 1, 5), (1, 24, 2, 1)]),
          "viewed": (VIEWED, [(2, 16, 5, 11), (1, 16, 8, 16), (3, 16, 9, 2)]),
          "lanes": (LANES, [(2, 16, 5, 7), (1, 16, 16, 16), (3, 16, 9, 2)]),
          "pad_upsample": (PAD_UPSAMPLE, [(1, 4, 3, 5), (1, 4, 8, 8), (1, 4, 2, 13)]),
@@ -188,6 +200,26 @@ def test_a_dynamic_kernel_checks_what_it_knows():
     args[0] = torch.empty(1, 5, 4, 4)  # 5 channels where the kernel has 4
     with pytest.raises(SignatureMismatch, match=r"shape \(1, 5, 4, 4\) != expected \(1, 4, \?, \?\)"):
         kernels.kernel(name)(*args)
+
+
+def test_a_kernel_of_merged_rows_checks_that_strides_merge():
+    """The x86 kernel reads NCHW planes as rows through ``memref.collapse_shape``;
+    its signature names the merged dims, and a tensor whose plane is not one run
+    (a slice of a wider one) is refused at launch, not read wrong."""
+    module = parse_module(ROWS)
+    _, artifact = build_kernels(module, CompileOptions("x86"))
+    assert "memref.collapse_shape" in lower_kernels(fuse_kernels(module, CompileOptions("x86")), "x86").text()
+    kernels = load_kernels(artifact, CPU)
+    (name,) = list(kernels)
+    k = kernels.kernel(name)
+    assert [a.rows for a in k.signature.args] == [((2, 3),), ((2, 3),), (), ((2, 3),)]
+    assert KernelSignature.from_json(k.signature.to_json()) == k.signature
+    x, y, b, out = torch.randn(2, 24, 3, 8), torch.randn(2, 24, 3, 8), torch.randn(1, 24, 1, 1), torch.empty(2, 24, 3, 8)
+    k(x, y, b, out)
+    torch.testing.assert_close(out, torch.sigmoid(x * y + b))
+    wide = torch.randn(2, 24, 3, 9)[..., :8]
+    with pytest.raises(SignatureMismatch, match="do not merge dims"):
+        k(wide, y, b, out)
 
 
 def test_dynamic_grids_split_across_threads_give_identical_results():

@@ -11,7 +11,7 @@ import re
 
 import pytest
 import torch
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr, VectorType
 from xdsl.printer import Printer
 
@@ -63,12 +63,12 @@ def compare(got: list[torch.Tensor], expected: list[torch.Tensor], rtol: float |
 
 def check_lowering(text: str, rtol: float | None = None, seeds=(0, 1), half_in_f32: bool = True, module=None,
                    inputs=None, transpose_tile: int | None = None, reduce_lanes: int | None = None,
-                   row_lanes: int | None = None):
+                   row_lanes: int | None = None, merge_rows: bool = False):
     """Fuse, lower, check the contract, and compare the kernels' outputs with
     the interpreter's on the graph before fusion; the KernelProgramIR."""
     before = module if module is not None else parse(text)
     program = lower_to_kernels(fuse(before), half_in_f32=half_in_f32, transpose_tile=transpose_tile,
-                               reduce_lanes=reduce_lanes, row_lanes=row_lanes)
+                               reduce_lanes=reduce_lanes, row_lanes=row_lanes, merge_rows=merge_rows)
     verify_module(program.host)
     program.kernels.verify()
     assert kernels_of(program), "no kernels"
@@ -769,3 +769,30 @@ def test_vector_lanes_of_f64_read_and_multiply_as_vectors():
     names = op_names(the_kernel(program))
     assert names.count("vector.transfer_read") == 2 and names.count("vector.insert") == 15  # the exp's lanes
     assert "vector<16xf64>" in text_of(the_kernel(program))
+
+
+# -- rows of several dims ------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, layout, row, grid", [
+    ((2, 24, 8, 8), "nchw", (2, 3), [2, 24]),          # h * w = 64: one row a plane
+    ((2, 24, 2, 3), "nchw", (2, 3), [2, 24]),          # 6: c would join, but b varies along c alone
+    ((2, 24, 4, 4), "nhwc", None, [2, 4, 4]),          # c and w are not consecutive dims
+    ((1, 4, 5, 80), "nchw", None, [4, 5]),             # w is a long row already
+])
+def test_pointwise_rows_of_several_dims(shape, layout, row, grid):
+    """``merge_rows``: the innermost dims every tensor stores alike are one loop
+    over a ``memref.collapse_shape`` of each argument that holds them (not of the
+    broadcast per-channel operand), as 8-lane vectors where it is long enough."""
+    x, b = T(shape, layout=layout), T((shape[1], 1, 1))
+    text = fn(f"%x: {x}, %y: {x}, %b: {b}", x, f"""
+  %p = tsr.mul %x, %y : ({x}, {x}) -> {x}
+  %s = tsr.add %p, %b : ({x}, {b}) -> {x}
+  %r = tsr.sigmoid %s : ({x}) -> {x}""", "%r")
+    k = the_kernel(check_lowering(text, row_lanes=8, merge_rows=True))
+    collapses = [op for op in k.body.block.ops if isinstance(op, memref.CollapseShapeOp)]
+    if row is None:
+        assert not collapses
+    else:
+        assert len(collapses) == 3, "x, y and the output; not the broadcast b"
+        groups = [[e.value.data for e in g.data] for g in collapses[0].reassociation.data]
+        assert [g for g in groups if len(g) > 1] == [list(row)]
+    assert grid_of(k) == grid

@@ -21,10 +21,11 @@ class X86(CpuTarget):
     1.1x faster only with warm caches in a C test of the ResNet block's relayout
     (BENCHMARKS.md), and not built."""
     reduce_lanes = 16
+    """A zmm of f32 (two ymm on AVX2) per reduction grid point, in ``vector`` ops of the kernel IR."""
     row_lanes = 8
     """A ymm of f32 per vector of a pointwise row (``lowering.lower._vector_row``): the static
     sigmoid of 8x144x8x8 NCHW ran 260 -> 48-66 us, relu 39 -> 21-25; equal at NHWC's long rows."""
-    """A zmm of f32 (two ymm on AVX2) per reduction grid point, in ``vector`` ops of the kernel IR."""
+    merge_rows = True
     own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:
