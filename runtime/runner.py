@@ -280,7 +280,8 @@ def _affine(size: str, mul: int, add: int, div: int) -> str:
 
 
 def _extent(shape: str, g: Sequence[int]) -> str:
-    """A dynamic grid extent ``(arg, dim)`` or ``(arg, dim, tile)`` as source
-    (``signature.grid_extent``), ``shape`` the local holding the argument's shape."""
-    size = f"{shape}[{g[1]}]"
-    return f"(-(-{size} // {g[2]}))" if len(g) == 3 else size
+    """A dynamic grid extent ``(arg, dim)``, ``(arg, dim, tile)`` or ``(arg, dim, tile,
+    last)`` as source (``signature.grid_extent``), ``shape`` the local holding the
+    argument's shape."""
+    size = f"{shape}[{g[1]}]" if len(g) < 4 else " * ".join(f"{shape}[{d}]" for d in range(g[1], g[3] + 1))
+    return f"(-(-({size}) // {g[2]}))" if len(g) >= 3 else size

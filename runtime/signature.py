@@ -16,7 +16,8 @@ dtype names so that a signature is plain data (JSON in the compile cache).
 A kernel compiled for sizes known only at run time has ``-1`` (``DYNAMIC``) for
 each such size and stride, and a grid extent ``(arg, dim)`` names the tensor
 size it is (``(arg, dim, tile)``: the number of ``tile``-wide tiles covering
-it). Such a kernel takes one more pointer, after the buffers: an ``i64`` array
+it; ``(arg, dim, tile, last)``: of the product of the sizes of dims ``dim`` to
+``last``, a row of merged dims, ``lowering/row_dims.py``). Such a kernel takes one more pointer, after the buffers: an ``i64`` array
 of the dynamic sizes, then the dynamic strides, of each argument in order
 (:attr:`KernelSignature.dim_slots`, :meth:`KernelSignature.dims_of`):
 
@@ -36,17 +37,19 @@ from typing import Any, cast
 DYNAMIC = -1
 """A size or stride that a kernel takes at run time."""
 
-GridDim = int | tuple[int, int] | tuple[int, int, int]
+GridDim = int | tuple[int, int] | tuple[int, int, int] | tuple[int, int, int, int]
 """A grid extent: a number, ``(arg, dim)``: the size of argument ``arg`` along
-``dim``, or ``(arg, dim, tile)``: that size divided by ``tile``, rounded up."""
+``dim``, ``(arg, dim, tile)``: that size divided by ``tile``, rounded up, or
+``(arg, dim, tile, last)``: the product of its sizes along dims ``dim`` to ``last`` so."""
 
 
 def grid_extent(g: GridDim, tensors: Any) -> int:
     """The extent ``g`` of a launch on ``tensors``."""
     if isinstance(g, int):
         return g
-    n = int(tensors[g[0]].shape[g[1]])
-    return -(-n // g[2]) if len(g) == 3 else n
+    shape = tensors[g[0]].shape
+    n = int(shape[g[1]]) if len(g) < 4 else math.prod(int(m) for m in shape[g[1]:g[3] + 1])
+    return -(-n // g[2]) if len(g) >= 3 else n
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ or the number of ``t``-wide tiles covering it (a tiled kernel's grid):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import cast
 
@@ -197,8 +198,12 @@ def _grid(par: scf.ParallelOp, where: str) -> tuple[GridDim, ...]:
     for v in par.upperBound:
         g = constant_index(v)
         extent: GridDim | None = g if g is not None and g >= 0 else argument_dim(v) or tiles_of_dim(v)
-        if isinstance(extent, tuple) and (n := sizes_of(_arg_type(par, extent[0]))[extent[1]]) != DYNAMIC:
-            extent = n if len(extent) == 2 else -(-n // extent[2])  # the dim of a static size
+        if isinstance(extent, tuple):
+            sizes = sizes_of(_arg_type(par, extent[0]))
+            merged = sizes[extent[1]:extent[3] + 1] if len(extent) == 4 else [sizes[extent[1]]]
+            if DYNAMIC not in merged:  # the dims of static sizes
+                n = math.prod(merged)
+                extent = n if len(extent) == 2 else -(-n // extent[2])
         if extent is None:
             raise CodegenError(f"{where}: scf.parallel upper bounds (the grid) must be non-negative constants, "
                                "memref.dim of an argument, or its tiles ((dim + t - 1) / t)")
@@ -211,8 +216,10 @@ def _arg_type(par: scf.ParallelOp, arg: int) -> MemRefType:
     return cast(func.FuncOp, par.parent_op()).function_type.inputs.data[arg]
 
 
-def tiles_of_dim(v: SSAValue) -> tuple[int, int, int] | None:
-    """``(arg, dim, t)`` when ``v`` is ``(memref.dim(arg, dim) + t - 1) / t`` (a tile grid's extent)."""
+def tiles_of_dim(v: SSAValue) -> tuple[int, int, int] | tuple[int, int, int, int] | None:
+    """``(arg, dim, t)`` when ``v`` is ``(memref.dim(arg, dim) + t - 1) / t`` (a tile grid's
+    extent); ``(arg, dim, t, last)`` when the size is a product of ``memref.dim``s of
+    one argument along dims ``dim`` to ``last`` (a merged row, ``lowering/row_dims.py``)."""
     op = v.owner
     if not isinstance(op, arith.DivUIOp) or (t := constant_index(op.rhs)) is None or t < 1:
         return None
@@ -220,7 +227,22 @@ def tiles_of_dim(v: SSAValue) -> tuple[int, int, int] | None:
     if not isinstance(add, arith.AddiOp) or constant_index(add.rhs) != t - 1:
         return None
     dim = argument_dim(add.lhs)
-    return None if dim is None else (*dim, t)
+    if dim is not None:
+        return (*dim, t)
+    dims = _product_of_dims(add.lhs)
+    if dims is None or len({a for a, _ in dims}) != 1 or [d for _, d in dims] != list(range(dims[0][1], dims[-1][1] + 1)):
+        return None
+    return dims[0][0], dims[0][1], t, dims[-1][1]
+
+
+def _product_of_dims(v: SSAValue) -> list[tuple[int, int]] | None:
+    """The ``(arg, dim)`` of each ``memref.dim`` factor of a product (``arith.muli``) of them, in order."""
+    op = v.owner
+    if isinstance(op, arith.MuliOp):
+        a, b = _product_of_dims(op.lhs), _product_of_dims(op.rhs)
+        return None if a is None or b is None else a + b
+    dim = argument_dim(v)
+    return None if dim is None else [dim]
 
 
 def _grid_offset(v: SSAValue, ivs: dict[SSAValue, int]) -> tuple[int, int] | None:

@@ -102,9 +102,12 @@ class KernelEmitter:
         n = sizes_of(t)[d]
         return ir.Constant(I64, n) if n != DYNAMIC else self._dims[id(base)][(True, d)]
 
-    def _extent(self, base: ir.Value, t: MemRefType, d: int, tile: int = 1) -> ir.Value:
-        """A dynamic grid extent: the size of ``base`` along ``d`` in ``tile``-wide tiles, rounded up."""
+    def _extent(self, base: ir.Value, t: MemRefType, d: int, tile: int = 1, last: int | None = None) -> ir.Value:
+        """A dynamic grid extent: the size of ``base`` along ``d`` (times its sizes
+        along the dims after it up to ``last``) in ``tile``-wide tiles, rounded up."""
         n = self.size_of(base, t, d)
+        for e in range(d + 1, d + 1 if last is None else last + 1):
+            n = self.b.mul(n, self.size_of(base, t, e), flags=["nsw"])
         return n if tile == 1 else self.b.udiv(self.b.add(n, ir.Constant(I64, tile - 1)), ir.Constant(I64, tile))
 
     def strides_of(self, base: ir.Value, t: MemRefType) -> list[int | ir.Value]:

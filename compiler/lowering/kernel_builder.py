@@ -196,18 +196,21 @@ class KernelBuilder:
         return self._consts[key]
 
     def _row_length(self, ref: SSAValue, group: tuple[int, ...]) -> SSAValue:
-        """The product of ``ref``'s sizes along ``group``, in the pool."""
+        """The product of ``ref``'s sizes along ``group``, in the pool: a constant,
+        or where one is dynamic the product of a ``memref.dim`` of each (a grid
+        extent the kernel form reads: ``kernel_form.tiles_of_dim``)."""
         key = ("row", ref, group)
         if key not in self._consts:
-            n = self._own_dim(ref, group[0])
-            for d in group[1:]:
-                m = self._own_dim(ref, d)
-                if self.known(n) is not None and self.known(m) is not None:
-                    n = self.index(self.known(n) * self.known(m))
-                    continue
-                op = arith.MuliOp(n, m)
-                self._const_ops.append(op)
-                n = op.result
+            sizes = [ref.type.get_shape()[d] for d in group]
+            if DYNAMIC not in sizes:
+                self._consts[key] = self.index(math.prod(sizes))
+                return self._consts[key]
+            n: SSAValue | None = None
+            for d in group:
+                dim = memref.DimOp(ref, self.index(d))
+                ops: list[Operation] = [dim] if n is None else [dim, arith.MuliOp(n, dim.result)]
+                self._const_ops += ops
+                n = ops[-1].results[0]
             self._consts[key] = n
         return self._consts[key]
 

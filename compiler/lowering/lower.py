@@ -50,7 +50,7 @@ from .index_maps import concat_offsets
 from .kernel_builder import KernelBuilder, LoweringError, loop_dims, memref_type, storage_type
 from .lane_values import LaneValues, is_native
 from .reductions import ReductionLoops
-from .row_dims import holds_row, row_dims
+from .row_dims import holds_row, row_dims, tile_dims
 from .scalar_ops import Numerics, ScalarLowering
 from .transpose_tiles import TransposeTiles, read_at_output_index, tileable_element
 from .values import ValueEmitter
@@ -103,8 +103,8 @@ def lower_fused(op: tsr.FusedOp, name: str, numerics: Numerics = Numerics(), til
         _reduction_kernel(kb, scalars, values, reductions, outs, lanes)
     else:
         reads = list(zip(body.args, kb.args[:n_in]))
-        group = row_dims(op) if merge_rows else None
-        _pointwise_kernel(kb, scalars, values, outs, reads, tile, concat_loops, row_lanes, group)
+        groups = (row_dims(op), tile_dims(op, tile) if tile else None) if merge_rows else (None, None)
+        _pointwise_kernel(kb, scalars, values, outs, reads, tile, concat_loops, row_lanes, *groups)
     return kb.finish()
 
 
@@ -130,12 +130,14 @@ def _transpose_aware(dims: list[int], out_type, in_types) -> list[int]:
     return [d for d in dims[:-1] if d != d_in] + [d_in, dims[-1]]
 
 
-def _transposed_inputs(dims: list[int], shape, reads, tile: int | None) -> list[tuple[SSAValue, SSAValue]]:
+def _transposed_inputs(dims: list[int], shape, reads, tile: int | None, sizes=None) -> list[tuple[SSAValue, SSAValue]]:
     """The (body argument, input memref) pairs worth a transpose tile: same
     shape as the output, contiguous along ``dims[-2]`` (moved there by
     ``_transpose_aware``), read only at the output's index, with both tiled
-    dims at least a tile wide (or dynamic: the edge tiles check their bounds)."""
-    if tile is None or len(dims) < 2 or any(DYNAMIC != shape[d] < tile for d in dims[-2:]):
+    dims at least a tile wide (or dynamic: the edge tiles check their bounds).
+    ``sizes``: the tiled dims' lengths where dims are merged (``tile_dims``)."""
+    sizes = shape if sizes is None else sizes
+    if tile is None or len(dims) < 2 or any(DYNAMIC != sizes[d] < tile for d in dims[-2:]):
         return []
     return [(arg, ref) for arg, ref in reads
             if shape_of(arg.type) == tuple(shape) and loop_dims(arg.type)[-1] == dims[-2]
@@ -175,10 +177,10 @@ def _tile_grid_order(dims: list[int], out_layout, in_layout) -> list[int]:
 
 def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueEmitter, outs,
                       reads=(), tile: int | None = None, concat_loops: bool = True, row_lanes: int | None = None,
-                      group: tuple[int, ...] | None = None) -> None:
+                      group: tuple[int, ...] | None = None, plane: tuple[int, ...] | None = None) -> None:
     """``reads``: (body argument, input memref) pairs. ``group``: the dims the
     innermost loop walks as one row (``row_dims``), where they are the innermost
-    loops."""
+    loops. ``plane``: the dims that are one dim of the transpose tiles (``tile_dims``)."""
     first = outs[0][0].type
     shape = shape_of(first)
     for v, _ in outs:
@@ -210,16 +212,21 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             kb.write_along(lane_values.at(v, idx, dim), ref, idx, dim)
 
     transposed = _transposed_inputs(dims, shape, reads, tile)
+    if plane:
+        merged = [d for d in dims if d not in plane[:-1]]
+        sizes = [*shape]
+        sizes[plane[-1]] = DYNAMIC if DYNAMIC in [shape[d] for d in plane] else math.prod(shape[d] for d in plane)
+        through = _transposed_inputs(merged, shape, reads, tile, sizes)
+        if through and plane[-1] in merged[-2:]:
+            _collapse(kb, [ref for _, ref in reads] + [ref for _, ref in outs], plane, len(shape))
+            dims, transposed = merged, through
     if transposed:
         native = all(is_native(scalars.num, elem_of(t.type)) for t in [*(arg for arg, _ in transposed), *(v for v, _ in outs)])
         _tiled_pointwise(kb, out_ref, dims, transposed, tile, layout_of(first), index, point, lanes if native else None)
         return
     length = shape[inner] if inner is not None else 1
     if group and dims[-len(group):] == list(group):
-        for ref in [ref for _, ref in reads] + [ref for _, ref in outs]:
-            own = tuple(d - len(shape) + ref.type.get_num_dims() for d in group)  # right-aligned to the output
-            if own[0] >= 0 and holds_row(ref.type.get_shape(), own):
-                kb.collapse(ref, own)
+        _collapse(kb, [ref for _, ref in reads] + [ref for _, ref in outs], group, len(shape))
         grid_dims = [d for d in grid_dims if d not in group]
         sizes = [shape[d] for d in group]
         length = DYNAMIC if DYNAMIC in sizes else math.prod(sizes)
@@ -250,6 +257,15 @@ def _pointwise_kernel(kb: KernelBuilder, scalars: ScalarLowering, values: ValueE
             kb.for_loop(end - start, [], segment)
 
     kb.parallel([kb.dim(out_ref, d) for d in grid_dims], grid_body)
+
+
+def _collapse(kb: KernelBuilder, refs: list[SSAValue], group: tuple[int, ...], rank: int) -> None:
+    """Each of ``refs`` that holds the dims ``group`` of the output (of ``rank``
+    dims, right-aligned to it) is read and written through one merged dim."""
+    for ref in refs:
+        own = tuple(d - rank + ref.type.get_num_dims() for d in group)
+        if own[0] >= 0 and holds_row(ref.type.get_shape(), own):
+            kb.collapse(ref, own)
 
 
 def _vector_row(kb: KernelBuilder, at: dict[int, SSAValue], inner: int, n: int, width: int, point, lanes) -> None:
@@ -316,7 +332,7 @@ def _tiled_pointwise(kb: KernelBuilder, out_ref: SSAValue, dims: list[int], tran
     b, a = dims[-2], dims[-1]
     order = _tile_grid_order(dims, out_layout, layout_of(transposed[0][0].type))
     shape = out_ref.type.get_shape()
-    sizes = {d: shape[d] if shape[d] != DYNAMIC else kb.dim(out_ref, d) for d in order}
+    sizes = {d: n if (n := kb.known(kb.dim(out_ref, d))) is not None else kb.dim(out_ref, d) for d in order}
     nb, na = sizes[b], sizes[a]
     tiles = TransposeTiles(kb, width, len(shape), b, a)
 

@@ -51,16 +51,11 @@ _ROW_OPS = (*ELEMENTWISE_OPS, tsr.ConvertOp, tsr.RelayoutOp, tsr.ExpandOp, tsr.C
 def row_dims(op: tsr.FusedOp) -> tuple[int, ...] | None:
     """The logical dims (outermost first, two or more) that ``op``'s pointwise
     kernel walks as one row, or None where its innermost dim stays the row."""
-    body = op.body.block
-    if any(not isinstance(o, (*_ROW_OPS, tsr.YieldOp)) for o in body.ops):
+    tensors = _tensors(op)
+    if tensors is None:
         return None
-    out = op.outs[0].type
-    shape = shape_of(out)
-    values = [_aligned(v.type, len(shape)) for v in (*body.args, *(r for o in body.ops for r in o.results), *op.outs)
-              if isinstance(v.type, TensorType)]
-    if any(v is None for v in values):
-        return None
-    dims = loop_dims(out)
+    shape, values = tensors
+    dims = loop_dims(op.outs[0].type)
     if len(dims) < 2:
         return None
     group = [dims[-1]]
@@ -69,6 +64,45 @@ def row_dims(op: tsr.FusedOp) -> tuple[int, ...] | None:
         if now >= SHORT_ROW or now * nxt > LONGEST_ROW or not all(_merges(t, shape, d, group[0]) for t in values):
             break
         group.insert(0, d)
+    return _mergeable(group, values)
+
+
+def tile_dims(op: tsr.FusedOp, width: int) -> tuple[int, ...] | None:
+    """The dims of a kernel that transposes (an input read across its contiguous
+    dim, ``transpose_tiles``) that every tensor stores alike, as one dim of the
+    tiles: NCHW <-> NHWC's ``h, w``. Merged where a plane is of run-time size or
+    narrower than a tile (2x2 to 7x7 planes: a 16-long dim of tiles, not an edge
+    tile or a strided read per row). None: the dims are tiled as they are."""
+    tensors = _tensors(op)
+    if tensors is None:
+        return None
+    shape, values = tensors
+    dims = loop_dims(op.outs[0].type)
+    for start in range(len(dims) - 1):
+        group = [dims[start]]
+        for d in dims[start + 1:]:
+            if not all(_merges(t, shape, group[-1], d) for t in values):
+                break
+            group.append(d)
+        if len(group) > 1 and (DYNAMIC in [shape[d] for d in group] or shape[group[-1]] < width):
+            return _mergeable(group, values)
+    return None
+
+
+def _tensors(op: tsr.FusedOp) -> tuple[tuple[int, ...], list[tuple[tuple[int, ...], tuple[int, ...]]]] | None:
+    """The output's shape and each tensor's shape and dim order aligned to it,
+    where every op of the body reads its operands at the index it writes."""
+    body = op.body.block
+    if any(not isinstance(o, (*_ROW_OPS, tsr.YieldOp)) for o in body.ops):
+        return None
+    shape = shape_of(op.outs[0].type)
+    values = [_aligned(v.type, len(shape)) for v in (*body.args, *(r for o in body.ops for r in o.results), *op.outs)
+              if isinstance(v.type, TensorType)]
+    return None if any(v is None for v in values) else (shape, values)  # type: ignore[return-value]
+
+
+def _mergeable(group: list[int], values) -> tuple[int, ...] | None:
+    """``group`` where ``memref.collapse_shape`` can merge it in every tensor that holds it."""
     if len(group) < 2 or group != list(range(group[0], group[0] + len(group))):
         return None
     if not all(_static_row_stride(v, group) for v in values if holds_row(v[0], group)):

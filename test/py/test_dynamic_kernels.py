@@ -20,7 +20,7 @@ from tessera.compiler.placements import in_layout
 from tessera.compiler.stage_io import CompileOptions
 from tessera.compiler.stages import fuse_kernels, lower_kernels
 from tessera.runtime.errors import SignatureMismatch
-from tessera.runtime.signature import KernelSignature, grid_extent
+from tessera.runtime.signature import BufferSpec, KernelSignature, grid_extent
 
 from test_ptx import EmulatedPtx
 
@@ -163,16 +163,17 @@ def test_ptx_kernels_take_their_sizes_as_parameters(name):
 
 
 def test_dynamic_relayout_goes_through_transpose_tiles():
-    """The tiled kernel's grid counts tiles of the dynamic dims, ``(W + 7) / 8``,
-    which its signature names ``(arg, dim, 8)`` and keeps through JSON."""
+    """The tiled kernel's grid counts tiles of the dynamic dims: its ``h, w``,
+    alike in both layouts, are one dim of ``(H * W + 7) / 8`` tiles (``tile_dims``),
+    which its signature names ``(arg, 2, 8, 3)`` and keeps through JSON."""
     module = parse_module(RELAYOUT)
     kernels = lower_kernels(fuse_kernels(module, CompileOptions("x86")), "x86").kernels
     (sig,) = kernel_signatures(kernels)
     assert "vector.shuffle" in print_module(kernels)
-    assert any(isinstance(g, tuple) and len(g) == 3 and g[2] == 8 for g in sig.grid), sig.grid
+    assert (1, 2, 8, 3) in sig.grid, sig.grid
     assert KernelSignature.from_json(sig.to_json()) == sig
     x = torch.empty(1, 16, 9, 13)
-    assert sig.grid_size_of([x, x]) == math.prod(grid_extent(g, [x, x]) for g in sig.grid) == 9 * 2 * 2
+    assert sig.grid_size_of([x, x]) == math.prod(grid_extent(g, [x, x]) for g in sig.grid) == 2 * 15
 
 
 def test_a_kernel_viewed_by_a_permute_reads_its_other_layout_through_tiles():
@@ -220,6 +221,17 @@ def test_a_kernel_of_merged_rows_checks_that_strides_merge():
     wide = torch.randn(2, 24, 3, 9)[..., :8]
     with pytest.raises(SignatureMismatch, match="do not merge dims"):
         k(wide, y, b, out)
+
+
+@pytest.mark.parametrize("shape, strides, merges", [
+    ((2, 8, 4, 4), (128, 16, 4, 1), True),
+    ((2, 8, 1, 4), (32, 4, 999, 1), True),      # a dim of size 1 may have any stride
+    ((2, 8, 4, 1), (32, 4, 1, 7), True),        # the innermost too: its stride is the kernel's own (1)
+    ((2, 8, 4, 4), (160, 20, 5, 1), False),     # rows 5 apart: a slice of wider planes
+])
+def test_merged_rows_accept_the_strides_that_merge(shape, strides, merges):
+    spec = BufferSpec((-1, 8, -1, -1), (-1, -1, -1, 1), "float32", rows=((2, 3),))
+    assert spec.merges(shape, strides) is merges
 
 
 def test_dynamic_grids_split_across_threads_give_identical_results():

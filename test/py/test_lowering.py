@@ -796,3 +796,23 @@ def test_pointwise_rows_of_several_dims(shape, layout, row, grid):
         groups = [[e.value.data for e in g.data] for g in collapses[0].reassociation.data]
         assert [g for g in groups if len(g) > 1] == [list(row)]
     assert grid_of(k) == grid
+
+
+@pytest.mark.parametrize("shape, out_layout, tiled", [
+    ((2, 24, 4, 4), "nhwc", True),       # a 4x4 plane is a 16-long dim of tiles
+    ((2, 24, 4, 4), "nchw", True),       # and the other way
+    ((2, 24, 3, 3), "nhwc", True),       # 9: one full tile and an edge
+    ((1, 16, 8, 24), "nhwc", False),     # planes a tile wide already: tiled as they are
+])
+def test_transposes_of_small_planes_tile_the_merged_plane(shape, out_layout, tiled):
+    """``merge_rows`` with transpose tiles (``tile_dims``): NCHW <-> NHWC of a plane
+    narrower than a tile merges ``h, w`` in both tensors into one dim of the tiles."""
+    in_layout = "nchw" if out_layout == "nhwc" else "nhwc"
+    x, y = T(shape, layout=in_layout), T(shape, layout=out_layout)
+    text = fn(f"%x: {x}", y, f"""
+  %r = tsr.relayout %x : ({x}) -> {y}
+  %s = tsr.sigmoid %r : ({y}) -> {y}""", "%s")
+    k = the_kernel(check_lowering(text, transpose_tile=8, row_lanes=8, merge_rows=True))
+    collapses = [op for op in k.body.block.ops if isinstance(op, memref.CollapseShapeOp)]
+    assert len(collapses) == (2 if tiled else 0)
+    assert "vector.shuffle" in op_names(k), "through transpose tiles"

@@ -26,6 +26,9 @@ class X86(CpuTarget):
     """A ymm of f32 per vector of a pointwise row (``lowering.lower._vector_row``): the static
     sigmoid of 8x144x8x8 NCHW ran 260 -> 48-66 us, relu 39 -> 21-25; equal at NHWC's long rows."""
     merge_rows = True
+    """NCHW planes as one row (``lowering.row_dims``), and as one dim of the transpose tiles:
+    sigmoid(x * y) of 8x240x4x4 130 -> 22 us static, 75 -> 26 dynamic; a dynamic NCHW -> NHWC
+    product of 8x672x4x4 165 -> 34 us (Zen 4, BENCHMARKS.md session 48)."""
     own_conv_kernel_passes = ("addmm-as-conv", "fold-relayouts-into-convs", "fuse-conv-residuals")
 
     def models(self) -> TargetModels:

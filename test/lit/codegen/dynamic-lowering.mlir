@@ -6,9 +6,11 @@
 // - the host allocates each dynamic result from its input's sizes
 //   (`tsr.result_dims`: (input, dim, mul, add, div) per dim: n + 2 for the pad,
 //   2 * (n - 1) for the interleave);
-// - a relayout read at the output's index goes through 8x8 transpose tiles
-//   over a grid of (n + 7) / 8 tiles per dynamic dim; a tile at the edge
-//   loops over the min(8, n - start) rows and columns inside the tensor.
+// - a relayout read at the output's index goes through 8x8 transpose tiles;
+//   its h, w, alike in both layouts, are one dim of the tiles (both tensors
+//   read through memref.collapse_shape), over a grid of (h * w + 7) / 8
+//   tiles; a tile at the edge loops over the min(8, n - start) rows and
+//   columns inside the tensor.
 // RUN: compilerctl dump %s --target x86 --stage kernel | filecheck %s
 // RUN: compilerctl dump %s --target x86 --stage llvm | filecheck %s --check-prefix=LLVM
 
@@ -31,9 +33,14 @@
 // CHECK: math.tanh
 
 // CHECK-LABEL: func.func @fused_2(%in0: memref<?x16x?x?xf32, strided<[?, ?, ?, 1]>>, %out0: memref<?x16x?x?xf32, strided<[?, 1, ?, 16]>>)
+// CHECK: memref.collapse_shape %in0 {{.*}} into memref<?x16x?xf32, strided<[?, ?, 1]>>
+// CHECK: memref.collapse_shape %out0 {{.*}} into memref<?x16x?xf32, strided<[?, 1, 16]>>
+// CHECK: %[[C2:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[H:.+]] = memref.dim %out0, %[[C2]] : memref<?x16x?x?xf32, strided<[?, 1, ?, 16]>>
 // CHECK: %[[C3:.+]] = arith.constant 3 : index
-// CHECK: %[[W:.+]] = memref.dim %out0, %[[C3]] : memref<?x16x?x?xf32, strided<[?, 1, ?, 16]>>
-// CHECK: %[[W7:.+]] = arith.addi %[[W]], %{{.+}} : index
+// CHECK-NEXT: %[[W:.+]] = memref.dim %out0, %[[C3]] : memref<?x16x?x?xf32, strided<[?, 1, ?, 16]>>
+// CHECK-NEXT: %[[HW:.+]] = arith.muli %[[H]], %[[W]] : index
+// CHECK: %[[W7:.+]] = arith.addi %[[HW]], %{{.+}} : index
 // CHECK: %[[TILES:.+]] = arith.divui %[[W7]], %{{.+}} : index
 // CHECK: "scf.parallel"({{.*}}%[[TILES]]
 // CHECK: scf.if
@@ -42,9 +49,10 @@
 // CHECK: %[[ROWS:.+]] = arith.select
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[ROWS]]
 
-// The tile grid's extent in the (optimized) LLVM IR: ceil(W / 8) from the dims array.
+// The tile grid's extent in the (optimized) LLVM IR: ceil(H * W / 8) from the dims array.
 // LLVM-LABEL: define void @fused_2(
-// LLVM: %[[N:.+]] = add i64 %dim{{[0-9]+}}, 7
+// LLVM: %[[HW:.+]] = mul {{.*}}i64 %dim{{[0-9]+}}, %dim{{[0-9]+}}
+// LLVM: %[[N:.+]] = add i64 %[[HW]], 7
 // LLVM: lshr i64 %[[N]], 3
 
 func.func @forward(%x: tensor<1x16x?x?xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x?x?xf32> {
