@@ -68,10 +68,12 @@ class BufferSpec:
         """Whether a tensor of ``shape`` and ``strides`` holds each of :attr:`rows`
         as one run: every dim's stride is the product of the sizes inside it times
         the innermost dim's stride (the kernel's static one; a dim of size 1 may
-        have any stride).
+        have any stride; an empty tensor addresses nothing).
 
             BufferSpec((-1, 8, -1, -1), (-1, -1, -1, 1), "float32", rows=((2, 3),)).merges((2, 8, 4, 4), (128, 16, 4, 1))
         """
+        if 0 in shape:
+            return True
         for group in self.rows:
             inner = group[-1]
             step = self.strides[inner] if self.strides[inner] != DYNAMIC else strides[inner]

@@ -228,6 +228,7 @@ def test_a_kernel_of_merged_rows_checks_that_strides_merge():
     ((2, 8, 1, 4), (32, 4, 999, 1), True),      # a dim of size 1 may have any stride
     ((2, 8, 4, 1), (32, 4, 1, 7), True),        # the innermost too: its stride is the kernel's own (1)
     ((2, 8, 4, 4), (160, 20, 5, 1), False),     # rows 5 apart: a slice of wider planes
+    ((2, 8, 0, 4), (4, 4, 4, 1), True),         # an empty tensor addresses nothing
 ])
 def test_merged_rows_accept_the_strides_that_merge(shape, strides, merges):
     spec = BufferSpec((-1, 8, -1, -1), (-1, -1, -1, 1), "float32", rows=((2, 3),))
