@@ -105,10 +105,15 @@ class KernelEmitter:
     def _extent(self, base: ir.Value, t: MemRefType, d: int, tile: int = 1, last: int | None = None) -> ir.Value:
         """A dynamic grid extent: the size of ``base`` along ``d`` (times its sizes
         along the dims after it up to ``last``) in ``tile``-wide tiles, rounded up."""
-        n = self.size_of(base, t, d)
-        for e in range(d + 1, d + 1 if last is None else last + 1):
-            n = self.b.mul(n, self.size_of(base, t, e), flags=["nsw"])
+        n = self._size_product(base, t, range(d, d + 1 if last is None else last + 1))
         return n if tile == 1 else self.b.udiv(self.b.add(n, ir.Constant(I64, tile - 1)), ir.Constant(I64, tile))
+
+    def _size_product(self, base: ir.Value, t: MemRefType, dims: Sequence[int]) -> ir.Value:
+        """The product of ``base``'s sizes along ``dims`` (a merged row)."""
+        n = self.size_of(base, t, dims[0])
+        for d in dims[1:]:
+            n = self.b.mul(n, self.size_of(base, t, d), flags=["nsw"])
+        return n
 
     def strides_of(self, base: ir.Value, t: MemRefType) -> list[int | ir.Value]:
         """The strides of the memref ``base`` points to: numbers, and the run-time
@@ -124,10 +129,7 @@ class KernelEmitter:
         strides = self.strides_of(base, t)
         dims: dict[tuple[bool, int], ir.Value] = {}
         for k, group in enumerate(groups):
-            size: ir.Value = self.size_of(base, t, group[0])
-            for d in group[1:]:
-                size = self.b.mul(size, self.size_of(base, t, d), flags=["nsw"])
-            dims[(True, k)] = size
+            dims[(True, k)] = self._size_product(base, t, group)
             if isinstance(strides[group[-1]], ir.Value):
                 dims[(False, k)] = strides[group[-1]]
         self._dims[id(view)] = dims
