@@ -27,7 +27,7 @@ from tessera.compiler.targets.x86.conv import (
 )
 from tessera.compiler.targets.x86.conv.api import pack_weight_kernel, weight_packer
 from tessera.compiler.targets.x86.conv.isa import isa_of_features
-from tessera.compiler.targets.x86.conv.tiling import choose_tiling
+from tessera.compiler.targets.x86.conv.tiling import aliased_pixels, choose_tiling
 from tessera.compiler.errors import TesseraError
 
 from conftest import record_launches
@@ -92,6 +92,7 @@ SHAPES = [
     (1, 16, 16, (4, 9, 11), (3, 3, 3), dict(padding=1, groups=16)),      # 3-D depthwise
     (1, 6, 12, (5, 9, 8), (3, 1, 1), dict(padding=(1, 0, 0), stride=(1, 2, 2))),  # temporal kernel, strided
     (1, 3, 24, (9, 90), (7, 7), dict(padding=3, stride=2)),              # a 7x7 stem: taps rolled, static and dynamic tiles
+    (1, 512, 40, (3, 30), (1, 1), dict(stride=2)),                       # pixels read 4 KB apart: narrower tiles
 ]
 
 
@@ -219,6 +220,16 @@ def test_tiling_choices():
     assert not choose_tiling(ConvSpec(1, 104, 104, (28, 28), (3, 3), groups=13, isa="avx2")).channelwise  # 8 = lanes
     assert not choose_tiling(ConvSpec(1, 104, 104, (28, 28), (3, 3), groups=13, output_layout="contiguous")).channelwise
     assert not choose_tiling(ConvSpec(1, 24, 48, (28, 28), (3, 3), groups=6)).channelwise  # 4 in, 8 out a group
+
+
+def test_tiles_keep_their_input_pixels_apart_in_l1():
+    # 1024 channels: every pixel's line falls in one L1 set; 768: four sets; 512 at stride 2 alike
+    wide = choose_tiling(ConvSpec(1, 1024, 512, (14, 14), (1, 1)))
+    assert wide.nv == 2 and wide.mr == 7 and aliased_pixels(ConvSpec(1, 1024, 512, (14, 14), (1, 1)), 14) == 14
+    assert choose_tiling(ConvSpec(1, 768, 768, (14, 14), (1, 1))).mr == 14
+    assert choose_tiling(ConvSpec(1, 512, 1024, (28, 28), (1, 1), stride=2)).mr == 7
+    assert choose_tiling(ConvSpec(1, 512, 1024, (28, 28), (1, 1))).mr == 14  # 2 KB apart: two sets
+    assert choose_tiling(ConvSpec(1, 1024, 1024, (14, 14), (3, 3), padding=1, input_layout="contiguous")).mr == 14
 
 
 def test_assembly_paths():

@@ -136,6 +136,9 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
 
     pix = b.mul(ow0, i64(4 * spec.out_pixel_stride))
     out_tile = gep(b, out, pix)
+    res_tile = gep(b, res, pix) if spec.residual else res
+    if spec.residual and spec.out_channel_stride == 1:  # a pixel's channels are adjacent
+        _prefetch_residual(b, spec, tile.width, nvalid, res_tile, last if blocked else None)
     accs = [ir.Constant(vt, None)] * (tile.width * nvec * til.group_width)
     if blocked:  # later input-channel blocks continue from the partial sums in out
         accs = guarded(b, b.icmp_unsigned("==", first, i64(0)), accs,
@@ -144,7 +147,6 @@ def emit_tile(module: ir.Module, spec: ConvSpec, til: Tiling, tile: WTile, nvali
     if til.group_width > 1:
         accs = [_unrotate(b, til, accs[p * til.group_width:(p + 1) * til.group_width]) for p in range(tile.width)]
     rows = [accs[p * nvec:(p + 1) * nvec] for p in range(tile.width)]
-    res_tile = gep(b, res, pix) if spec.residual else res
     if not blocked:
         store_tile(b, spec, rows, out_tile, bias, res_tile, nvalid)
         b.ret_void()
@@ -182,6 +184,35 @@ def _tap_runs(spec: ConvSpec, tile: WTile) -> list[tuple[int, int, list[int]]]:
         elif pixels:
             runs.append((kw, kw + 1, pixels))
     return runs
+
+
+def _prefetch_residual(b: ir.IRBuilder, spec: ConvSpec, width: int, nvalid: int, res_tile: ir.Value,
+                       last: ir.Value | None) -> None:
+    """Prefetch (``prefetcht0``) the residual lines the tile's epilogue adds, before its
+    window: they arrive while the FMAs run, where the epilogue waited for each. ``last``: the
+    input-channel block flag (blocked tiles read the residual in the last block only).
+    ResNet-50's expanding 1x1 convs with their shortcut and ReLU, kernel alone, Zen 4, 1
+    thread, hot caches (``BENCHMARKS.md``, session 49): 64 -> 256 at 56x56 1.39-1.45 ->
+    1.18-1.21 ms, 256 -> 1024 at 14x14 1.03-1.04 -> 0.99."""
+    i32 = ir.IntType(32)
+    prefetch = intrinsic(b.module, "llvm.prefetch.p0", ir.VoidType(), [PTR] + [i32] * 3)
+
+    def lines(b: ir.IRBuilder) -> None:
+        for p in range(width):
+            for line in range(0, 4 * nvalid, 64):
+                at = gep(b, res_tile, 4 * p * spec.out_pixel_stride + line)
+                b.call(prefetch, [at, *(ir.Constant(i32, a) for a in (0, 3, 1))])
+
+    if last is None:
+        lines(b)
+        return
+    fn = b.function
+    then, done = fn.append_basic_block("res.prefetch"), fn.append_basic_block("res.prefetched")
+    b.cbranch(b.icmp_unsigned("!=", last, i64(0)), then, done)
+    b.position_at_end(then)
+    lines(b)
+    b.branch(done)
+    b.position_at_end(done)
 
 
 def _prefetch_ahead(spec: ConvSpec, til: Tiling) -> int | None:

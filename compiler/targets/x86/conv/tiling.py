@@ -8,7 +8,8 @@ Dense convs: a tile is ``mr`` output pixels along W times ``nv`` vectors of
 output channels (``nr = nv * lanes`` channels, one block of the packed
 weight); ``nv`` is the one (2, 3, 4 or 1) that pads the group's output
 channels least (a single vector counted 1.25x: its loop is load-bound), ``mr`` the most pixels whose accumulators fit the registers
-(``ConvIsa.max_pixels``), then evened out over the row. Channelwise kernels
+(``ConvIsa.max_pixels``) and whose inputs do not crowd one L1 set
+(``unaliased_pixels``), then evened out over the row. Channelwise kernels
 vectorize over channels: one vector of channels times ``mr`` pixels. That is a
 depthwise conv, and a grouped one whose groups of ``k`` channels in and out are
 narrower than a vector (RegNet's 8 on AVX-512: ``lanes // k`` groups a vector,
@@ -26,6 +27,7 @@ narrower last tile.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from tessera.compiler.targets.x86.conv.isa import get_conv_isa
@@ -39,6 +41,11 @@ MIN_CI_BLOCK = 16
 """Fewer input channels per tap make the inner loop too short to pay for its setup."""
 L2_WEIGHT_BYTES = 1024 * 1024
 """All packed weights up to this size stay in L2: the grid walks rows outermost."""
+L1_LINE, L1_SETS = 64, 64
+"""An L1 data cache of 64 sets of 64-byte lines: addresses 4 KB apart share a set (every
+x86 core measured: 32 KB of 8 ways on Zen 3/4, 48 KB of 12 ways on Zen 5 and Intel's)."""
+ALIASED_PIXELS = 7
+"""The most input pixels of a dense tile that one L1 set holds (``unaliased_pixels``)."""
 
 
 def cdiv(a: int, b: int) -> int:
@@ -97,6 +104,33 @@ def row_tiles(spec: ConvSpec, mr_max: int) -> tuple[int, tuple[WTile, ...]]:
     return mr, tuple(tiles)
 
 
+def aliased_pixels(spec: ConvSpec, mr: int) -> int:
+    """The most of a dense tile's ``mr`` input pixels (at one tap) whose lines share an L1 set."""
+    step = spec.as3d("stride")[2] * spec.pixel_stride * 4
+    lines = {p * step // L1_LINE for p in range(mr)}
+    return max(Counter(line % L1_SETS for line in lines).values())
+
+
+def unaliased_pixels(spec: ConvSpec, mr_max: int) -> int:
+    """The widest tile, up to ``mr_max`` pixels, that keeps at most :data:`ALIASED_PIXELS` of
+    its input pixels in one L1 set. A tile broadcasts each pixel's input channel ``ci`` in
+    turn: with pixels read 4 KB apart (1024 channels, or 512 at stride 2) every pixel's line
+    falls in the same set, and 14 of them (AVX-512's widest tile) overflow its 8 ways on
+    every step. Kernel alone, Zen 4, 1 thread, hot caches (``BENCHMARKS.md``, session 49):
+    1x1 1024 -> 512 at 14x14 2.43 -> 1.84 ms (OpenVINO's brgconv 1.88), 512 -> 1024 at
+    stride 2 2.43 -> 1.90, 3x3 1024 -> 1024 at 14x14 39.8 -> 31.6.
+
+        >>> unaliased_pixels(ConvSpec(1, 1024, 512, (14, 14), (1, 1)), 14)
+        7
+        >>> unaliased_pixels(ConvSpec(1, 768, 768, (14, 14), (1, 1)), 14)   # 3 KB apart: 4 sets
+        14
+    """
+    mr = mr_max
+    while mr > 1 and aliased_pixels(spec, mr) > ALIASED_PIXELS:
+        mr -= 1
+    return mr
+
+
 def channelwise_width(spec: ConvSpec, lanes: int) -> int | None:
     """The channels of a group when ``spec`` runs channelwise on ``lanes``-wide vectors: a
     depthwise conv (1), or groups of ``k`` channels in and out, at least two groups a vector
@@ -129,7 +163,7 @@ def choose_tiling(spec: ConvSpec) -> Tiling:
     # weight load and one broadcast per FMA)
     nv = min(NV_ORDER, key=lambda v: (cdiv(spec.cout_g, v * lanes) * v * lanes * (1.25 if v == 1 else 1),
                                       NV_ORDER.index(v)))
-    mr, tiles = row_tiles(spec, isa.max_pixels(nv))
+    mr, tiles = row_tiles(spec, unaliased_pixels(spec, isa.max_pixels(nv)))
     blocks = cdiv(spec.cout_g, nv * lanes)
     kvol = spec.kernel_volume
     # a contiguous output keeps no partial sums between blocks: its tiles are
