@@ -192,8 +192,8 @@ def _prefetch_residual(b: ir.IRBuilder, spec: ConvSpec, width: int, nvalid: int,
     window: they arrive while the FMAs run, where the epilogue waited for each. ``last``: the
     input-channel block flag (blocked tiles read the residual in the last block only).
     ResNet-50's expanding 1x1 convs with their shortcut and ReLU, kernel alone, Zen 4, 1
-    thread, hot caches (``BENCHMARKS.md``, session 49): 64 -> 256 at 56x56 1.39-1.45 ->
-    1.18-1.21 ms, 256 -> 1024 at 14x14 1.03-1.04 -> 0.99."""
+    thread, hot caches (``BENCHMARKS.md``, session 49): 64 -> 256 at 56x56 1.14-1.23x,
+    256 -> 1024 at 14x14 1.03-1.10x."""
     i32 = ir.IntType(32)
     prefetch = intrinsic(b.module, "llvm.prefetch.p0", ir.VoidType(), [PTR] + [i32] * 3)
 
