@@ -18,7 +18,8 @@ step (train mode, no freezing: the forward, ``square().mean()`` of its output,
 and the backward), each step's name prefixed with its program in the order the
 step first runs them (``p0``, ``p1``, ...: the forward and the backward of a model
 Dynamo captures whole; graph breaks add programs). Steps are timed as the
-steady state runs them (the straight-line function, ``runtime/runner.py``),
+steady state runs them (the straight-line function, ``runtime/runner.py``, but
+each launch on its own where the untimed one calls runs of them natively),
 host wall-clock (CPU targets: the steps are synchronous); ``--top`` lists the
 slowest steps only.
 """

@@ -125,6 +125,7 @@ def launchers(code: LoadedObject, signatures: Sequence, threads: int) -> dict[st
                 run_chunks(fn, pointers, total, chunks, threads)
 
         launch.trampolines = parallel  # type: ignore[attr-defined] # keeps the trampolines' code alive
+        launch.index = index  # type: ignore[attr-defined] # its trampoline's: what a runner's segment calls threaded
         launch.serial = fn  # type: ignore[attr-defined] # one chunk: what a straight-line runner calls (runtime/runner.py)
         out[sig.name] = launch
     return out

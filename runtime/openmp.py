@@ -35,8 +35,10 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tessera.runtime.errors import LoadError
-
-_I32, _I64, _PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
+from tessera.runtime.native import I32 as _I32
+from tessera.runtime.native import I64 as _I64
+from tessera.runtime.native import PTR as _PTR
+from tessera.runtime.native import declare_kernel, jit
 
 
 @functools.cache
@@ -65,11 +67,12 @@ def available() -> bool:
     return _gomp() is not None
 
 
-def _add_trampoline(module: ir.Module, kernel: str, num_buffers: int) -> None:
+def _add_trampoline(module: ir.Module, address: int, num_buffers: int) -> str:
+    """Adds kernel ``address``'s trampoline to ``module``; returns its name."""
     thread_num = _declare(module, "omp_get_thread_num", ir.FunctionType(_I32, []))
     num_threads = _declare(module, "omp_get_num_threads", ir.FunctionType(_I32, []))
-    callee = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * num_buffers + [_I64, _I64]), kernel)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR]), f"{kernel}.parallel")
+    callee = declare_kernel(module, address, num_buffers)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR]), f"{callee.name}.parallel")
     ctx = fn.args[0]
     entry, call, done = (fn.append_basic_block(n) for n in ("entry", "call", "done"))
     b = ir.IRBuilder(entry)
@@ -85,6 +88,7 @@ def _add_trampoline(module: ir.Module, kernel: str, num_buffers: int) -> None:
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
+    return fn.name
 
 
 def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
@@ -118,22 +122,10 @@ class Trampolines:
         return self._addresses
 
     def _compile(self) -> list[int]:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
         module = ir.Module(name="tessera_parallel")
-        module.triple = llvm.get_process_triple()
-        names = []
-        for address, num_buffers in self._kernels:
-            name = f"tessera_kernel_{address:x}"
-            llvm.add_symbol(name, address)
-            _add_trampoline(module, name, num_buffers)
-            names.append(name)
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        tm = llvm.Target.from_default_triple().create_target_machine(jit=True)  # the engine takes it over
-        self._engine = llvm.create_mcjit_compiler(parsed, tm)  # owns the trampolines' code
-        self._engine.finalize_object()
-        return [self._engine.get_function_address(f"{n}.parallel") for n in names]
+        names = [_add_trampoline(module, address, num_buffers) for address, num_buffers in self._kernels]
+        self._engine = jit(module)  # owns the trampolines' code
+        return [self._engine.get_function_address(n) for n in names]
 
     def run(self, index: int, pointers: Sequence[int], total: int, threads: int) -> None:
         """Runs kernel ``index``'s ``[0, total)`` split over ``threads`` OpenMP threads."""

@@ -20,7 +20,24 @@ call of the machine code itself, and compiles it:
 A planned buffer whose slot only kernel launches touch is a constant of the
 function, its view and its address (:func:`pinned_views`): no check of the slot
 on each run, no ``data_ptr()`` call (MobileNetV3-small: ~90 such buffers, 2-6% of
-a call). It runs what the interpreter runs for a call whose launches are trusted (the
+a call). The one-chunk launches between two steps that must run in Python (a
+call, an allocation that is not planned, a launch split over threads) are one
+*segment*: a native function calling each kernel in turn with its addresses
+(``runtime/native.py``), the pinned ones constants of its code, the others
+written into its pointer array by each launch where it stands:
+
+    def run(b0, b1):
+        A5[0] = b0.data_ptr()                              # Launch 1 (its output pinned)
+        A5[1] = b1.data_ptr()
+        b3 = M2(3)                                         # Alloc 3: a view of a planned slot
+        A5[2] = b3.data_ptr()                              # Launch 2
+        N6()                                               # both launches, in order
+        del b0
+        b4 = one(F7(b3), F7)                               # Call
+        ...
+
+so Python makes one call where it made one per kernel (MobileNetV3-small: 91
+launches in 3 calls). It runs what the interpreter runs for a call whose launches are trusted (the
 inputs the kernels read are placed as in the last checked run) and whose
 buffers are kept (``Program.reuse_buffers``, one run at a time): the same
 allocations, reuse decisions, launches and frees, in the same order. The
@@ -37,23 +54,27 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tessera.runtime import openmp
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import SizedLayout, dense_strides
+from tessera.runtime.native import Argument, KernelCall, Pointer, Segments, address_of
 from tessera.runtime.size_binding import Guarded, SizeConstant
 
 if TYPE_CHECKING:
+    from tessera.runtime.openmp import Trampolines
     from tessera.runtime.program import Alloc, Call, Launch, Program, SizedAlloc
 
 Runner = Callable[..., list]
 
 
-def straight_line(program: Program, timed: bool = False) -> Runner:
+def straight_line(program: Program, timed: bool = False, native: bool = True) -> Runner:
     """The steps of ``program`` as one compiled function of its inputs (see the
     module doc); ``timed``: a function of its inputs and ``on_step``, called as
     ``on_step(step, seconds)`` after each step, as ``Program.run`` does
-    (``bench/step_profile.py``)."""
-    return _Writer(program, timed).function()
+    (``bench/step_profile.py``), each launch on its own; ``native=False``: each
+    launch a call of its kernel, no segments."""
+    return _Writer(program, timed, native).function()
 
 
 def one(out: Any, fn: Callable) -> Any:
@@ -74,7 +95,7 @@ def many(out: Any, n: int, fn: Callable) -> list:
 class _Writer:
     """Writes one program's function; ``names`` holds what its source refers to."""
 
-    def __init__(self, program: Program, timed: bool):
+    def __init__(self, program: Program, timed: bool, native: bool = True):
         self.program, self.timed = program, timed
         self.names: dict[str, Any] = {
             "kept": program._kept, "rc": sys.getrefcount, "use": torch._C._storage_Use_Count,
@@ -85,6 +106,8 @@ class _Writer:
         self.sizes: dict[tuple[int, str], str] = {}  # (buffer, "shape" | "stride") -> the local holding it
         self.pinned = pinned_views(program)
         """Planned buffers whose view is a constant of the function (:func:`pinned_views`)."""
+        self.segment = _Segment(self) if native and not timed else None
+        """The launches not yet written, where they run as native segments (:class:`_Segment`)."""
 
     def name(self, prefix: str, value: Any) -> str:
         """A name in the function's globals for ``value``."""
@@ -112,6 +135,8 @@ class _Writer:
         self.lines.append(f"def run({', '.join(params)}):")
         self.emit(f"probe = kept[{_PROBE}]")  # held as each kept buffer is: the dict, a local (runtime.program._only_ours)
         for i, (step, free) in enumerate(zip(p.steps, p._free_after)):
+            if self.segment is not None and not self.segment.joins(step):
+                self.segment.flush()
             if self.timed:
                 self.emit("start = clock()")
             if isinstance(step, Alloc):
@@ -124,13 +149,21 @@ class _Writer:
                 self.call(step)
             else:
                 raise ProgramError(f"step {i}: {type(step).__name__} has no straight-line form")
-            if free:
+            if free and self.segment is not None:
+                self.segment.free(free)
+            elif free:
                 self.emit(f"del {', '.join(_b(b) for b in free)}")
             if self.timed:
                 self.emit(f"on_step({self.name('P', step)}, clock() - start)")
+        if self.segment is not None:
+            self.segment.flush()
         self.emit(f"return [{', '.join(_b(b) for b in p.outputs)}]")
         source = "\n".join(self.lines) + "\n"
         scope = dict(self.names)
+        if self.segment is not None and len(self.segment.segments):  # each N<k> names a segment's index until now
+            functions = self.segment.segments.compile()
+            scope.update({k: functions[v] for k, v in self.names.items() if k.startswith("N")})
+            scope["segments"] = self.segment.segments  # owns their code and pointer arrays
         exec(compile(source, f"<tessera program {id(p):#x}>", "exec"), scope)
         run = scope["run"]
         run.source = source  # what it runs, for a reader
@@ -195,14 +228,16 @@ class _Writer:
         if serial is None or (not bound and type(k).dims_arguments is not Kernel.dims_arguments):
             self.emit(trusted)
             return
+        if self.segment is not None and self.segment.joins(step):  # a call of the segment's native function
+            self.segment.add(k, step.args)
+            return
         fn, launcher = self.name("K", serial), self.name("L", k.launcher)
         pointers = [str(self.pinned[b].data_ptr()) if b in self.pinned else f"{a}.data_ptr()"
                     for a, b in zip(args, step.args, strict=True)]
         if not k.dynamic:
             total, chunks = (k.grid_size if bound else k.signature.grid_size), k.default_chunks
-            if bound:
-                pointers += [str(a) for a in k.trailing]
-            if chunks <= 1 or total <= 1:
+            pointers += [str(a) for a in _trailing(k)]
+            if _one_chunk(k):
                 self.emit(f"{fn}({', '.join(pointers)}, 0, {total})")
             else:
                 self.emit(f"{launcher}([{', '.join(pointers)}], {chunks}, {total})")
@@ -266,6 +301,94 @@ def pinned_views(program: Program) -> dict[int, torch.Tensor]:
                   and not (isinstance(step, Launch) and isinstance(step.kernel, (Kernel, BoundKernel)))
                   for b in (*getattr(step, "args", ()), *getattr(step, "results", ())) if b in slot_of}
     return {b: memory.views[b] for b, slot in slot_of.items() if slot not in open_slots and b in memory.views}
+
+
+def _one_chunk(k: Kernel | BoundKernel) -> bool:
+    """A static launch that runs its whole grid on the calling thread."""
+    total = k.grid_size if isinstance(k, BoundKernel) else k.signature.grid_size
+    return not k.dynamic and (k.default_chunks <= 1 or total <= 1)
+
+
+def _trampolines(k: Kernel | BoundKernel) -> Trampolines | None:
+    """The OpenMP trampolines of ``k``'s object, where its launches run on OpenMP's threads."""
+    return getattr(k.launcher, "trampolines", None) if openmp.available() else None
+
+
+def _trailing(k: Kernel | BoundKernel) -> Sequence[int]:
+    """What a launch passes after the buffers' addresses: a bound kernel's dims array."""
+    return k.trailing if isinstance(k, BoundKernel) else ()
+
+
+class _Segment:
+    """The one-chunk launches written since the last step that is not one, and the
+    allocations of planned buffers among them: one call of a native function
+    (``runtime/native.py``). Each launch writes the addresses of its buffers that
+    are not pinned into the segment's pointer array where it stands, so a planned
+    buffer is freed where the interpreter frees it (its slot holds the memory, and
+    the slot's next view is handed out as before); any other buffer (an input, a
+    call's result) is freed once the segment has run."""
+
+    def __init__(self, writer: _Writer):
+        self.writer = writer
+        self.segments = Segments()
+        memory = writer.program._memory
+        self.slot_of = memory.plan.slot_of if memory is not None else {}
+        self.launches: list[KernelCall] = []
+        self.pointers: dict[int, Pointer] = {}
+        """Buffer -> its slot in the pointer array."""
+        self.array: str | None = None
+        """The pointer array's name, once a launch writes to it."""
+        self.frees: list[int] = []
+
+    def joins(self, step: Any) -> bool:
+        """Whether ``step`` can be written without running the launches held."""
+        from tessera.runtime.program import Alloc, Launch
+
+        if isinstance(step, Alloc):
+            return step.buffer in self.slot_of
+        if not isinstance(step, Launch):
+            return False
+        k = step.kernel
+        return isinstance(k, (Kernel, BoundKernel)) and (k.empty or (
+            k.serial is not None and not k.dynamic and (_one_chunk(k) or _trampolines(k) is not None)
+            and (isinstance(k, BoundKernel) or type(k).dims_arguments is Kernel.dims_arguments)))
+
+    def add(self, k: Kernel | BoundKernel, buffers: Sequence[int]) -> None:
+        """Launch ``k`` on ``buffers`` in the segment (a static kernel of machine code that :meth:`joins`)."""
+        w, pinned = self.writer, self.writer.pinned
+        args: list[Argument] = []
+        for b in buffers:
+            if b in pinned:
+                args.append(pinned[b].data_ptr())
+                continue
+            if b not in self.pointers:
+                self.pointers[b] = Pointer(len(self.pointers))
+                self.array = self.array or w.name("A", None)  # the array, once the segment is made (flush)
+                w.emit(f"{self.array}[{self.pointers[b].index}] = {_b(b)}.data_ptr()")
+            args.append(self.pointers[b])
+        total = k.grid_size if isinstance(k, BoundKernel) else k.signature.grid_size
+        trampolines = None if _one_chunk(k) else _trampolines(k)
+        self.launches.append(KernelCall(address_of(k.serial), [*args, *_trailing(k)], total) if trampolines is None
+                             else KernelCall(trampolines.addresses[k.launcher.index], [*args, *_trailing(k)], total,
+                                             min(k.default_chunks, total)))
+
+    def free(self, buffers: Sequence[int]) -> None:
+        now = [b for b in buffers if not self.launches or b in self.slot_of]
+        if now:
+            self.writer.emit(f"del {', '.join(_b(b) for b in now)}")
+        self.frees += [b for b in buffers if b not in now]
+
+    def flush(self) -> None:
+        """Writes the call of the launches held, then the frees that waited for it."""
+        w = self.writer
+        if self.launches:
+            array = self.segments.add(self.launches)
+            if self.array is not None:
+                w.names[self.array] = array
+            w.emit(f"{w.name('N', len(self.segments) - 1)}()")
+        if self.frees:
+            w.emit(f"del {', '.join(_b(b) for b in self.frees)}")
+        self.launches, self.pointers, self.array, self.frees = [], {}, None, []
 
 
 def _b(buffer: int) -> str:

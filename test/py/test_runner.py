@@ -5,23 +5,25 @@ library calls, sized allocations), and keeps its buffers as the interpreter does
 
 from __future__ import annotations
 
+import re
 import weakref
 
 import pytest
 import torch
+from conftest import example
+from kernel_testing import load
+from test_runtime import scale_inputs, scale_kernel, scale_reference
 from xdsl.dialects.builtin import TensorType, f32
 
 from tessera.compiler.placements import placement_of
 from tessera.dialects.tsr.layout import LayoutAttr
-from tessera.runtime import Alloc, Call, Launch, Program
+from tessera.runtime import Alloc, Call, Launch, Program, openmp
 from tessera.runtime.errors import ProgramError
 from tessera.runtime.layouts import SizedLayout
+from tessera.runtime.native import KernelCall, Pointer, Segments, address_of
+from tessera.runtime.openmp import Trampolines
 from tessera.runtime.program import SizedAlloc
 from tessera.runtime.runner import straight_line
-
-from conftest import example
-from kernel_testing import load
-from test_runtime import scale_inputs, scale_kernel, scale_reference
 
 
 @pytest.fixture
@@ -93,11 +95,15 @@ def test_the_function_reads_as_the_steps(scale_module):
     k = scale_module.kernel("scale")
     prog = Program(steps=[Alloc(2, _nhwc()), Launch(k, (0, 1, 2)), Call(torch.relu, (2,), (3,))],
                    inputs=(0, 1), outputs=(3,))
-    run = straight_line(prog)
+    run = straight_line(prog, native=False)
     lines = run.source.splitlines()
     assert lines[0] == "def run(b0, b1):"
     assert any("b0.data_ptr(), b1.data_ptr(), b2.data_ptr(), 0, " in line for line in lines)
     assert "del b0, b1" in run.source and "del b2" in run.source and lines[-1] == "    return [b3]"
+    native = straight_line(prog).source.splitlines()  # the launch as a native segment: its addresses written first
+    assert [line.split(" = ")[1] for line in native if "data_ptr" in line] == [f"b{b}.data_ptr()" for b in (0, 1, 2)]
+    segment = next(i for i, line in enumerate(native) if re.fullmatch(r" +N\d+\(\)", line))
+    assert native.index("    del b0, b1") > segment  # inputs outlive the segment's call
     x, s, _ = scale_inputs()
     prog.run(x, s)  # checked by the interpreter; the next runs are the function's
     refs = []
@@ -106,6 +112,43 @@ def test_the_function_reads_as_the_steps(scale_module):
         refs.append(weakref.ref(y))
         torch.testing.assert_close(y, scale_reference(x, s).relu(), rtol=1e-5, atol=1e-5)
     assert prog._runner[0] is not None
+
+
+def test_chained_launches_run_as_one_native_segment(scale_module):
+    """Launches that only pinned and planned buffers join run as one native call, in
+    order (each reads what the one before wrote); a call ends the segment."""
+    k = scale_module.kernel("scale")
+    steps = [Alloc(2, _nhwc()), Launch(k, (0, 1, 2)), Alloc(3, _nhwc()), Launch(k, (2, 1, 3)),
+             Alloc(4, _nhwc()), Launch(k, (3, 1, 4)), Call(torch.neg, (4,), (5,)),
+             Alloc(6, _nhwc()), Launch(k, (5, 1, 6))]
+    prog = Program(steps=steps, inputs=(0, 1), outputs=(6,))
+    x, s, _ = scale_inputs()
+    want = scale_reference(-scale_reference(scale_reference(scale_reference(x, s), s), s), s)
+    for _ in range(3):  # checked by the interpreter, then the function's
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-4)
+    source = prog._runner[0].source
+    assert len(re.findall(r"N\d+\(\)", source)) == 2 and source.count(".data_ptr()") < 8, source
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_segment_passes_constants_and_pointers_in_order(scale_module, threads):
+    """Launches of a segment run in order, each on its addresses: constants of the code
+    or the pointer array's; a threaded one through its OpenMP trampoline."""
+    serial = scale_module.kernel("scale").serial
+    if threads > 1 and not openmp.available():
+        pytest.skip("no libgomp in this process")
+    trampolines = Trampolines([(address_of(serial), 3)])  # owns the trampoline's code
+    first = KernelCall(address_of(serial) if threads == 1 else trampolines.addresses[0],
+                       [Pointer(0), Pointer(1), Pointer(2)], 2 * 8 * 5, threads)
+    x, s, y = scale_inputs()
+    z = torch.empty_like(y)
+    segments = Segments()
+    pointers = segments.add([first, KernelCall(address_of(serial), [y.data_ptr(), s.data_ptr(), Pointer(3)], 2 * 8 * 5)])
+    (run,) = segments.compile()
+    pointers[:] = (x.data_ptr(), s.data_ptr(), y.data_ptr(), z.data_ptr())
+    run()
+    torch.testing.assert_close(z, scale_reference(scale_reference(x, s), s), rtol=1e-4, atol=1e-4)
 
 
 def test_sized_allocations_are_kept_while_sizes_repeat(scale_module):

@@ -474,7 +474,7 @@ def test_a_straight_line_function_pins_the_slots_only_launches_touch(scale_modul
     outside can hold them) are the straight-line function's constants, view and address;
     a slot a call reads stays checked on every run. Results are right run after run, and
     after the memory plan lets its blocks go (the function keeps its own)."""
-    from tessera.runtime.runner import pinned_views
+    from tessera.runtime.runner import pinned_views, straight_line
 
     k = scale_module.kernel("scale")
     nhwc = placement_of(TensorType(f32, [2, 8, 5, 8], LayoutAttr((0, 2, 3, 1))))
@@ -493,9 +493,11 @@ def test_a_straight_line_function_pins_the_slots_only_launches_touch(scale_modul
     pinned = pinned_views(prog)
     assert 2 in slot_of and 3 in slot_of and slot_of[3] not in {slot_of[b] for b in pinned}  # 3 is read by a call
     assert pinned and all(pinned[b] is prog._memory.views[b] for b in pinned)
-    source = prog._straight_line(False).source
+    source = straight_line(prog, native=False).source  # each launch a call of its kernel, addresses as literals
     assert all(f"b{b}.data_ptr()" not in source and str(v.data_ptr()) in source for b, v in pinned.items())
     assert "b3.data_ptr()" in source
+    native = prog._straight_line(False).source  # the launches in native segments: pinned addresses in their code
+    assert all(f"b{b}.data_ptr()" not in native for b in pinned) and "b3.data_ptr()" in native
     prog._memory.release()
     for _ in range(2):
         (y,) = prog.run(x, s)
