@@ -57,11 +57,11 @@ def jit(module: ir.Module) -> llvm.ExecutionEngine:
     try:
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
+        tm = llvm.Target.from_default_triple().create_target_machine(jit=True)  # the engine takes it over
+        engine = llvm.create_mcjit_compiler(parsed, tm)
+        engine.finalize_object()
     except RuntimeError as err:
         raise LoadError(f"cannot compile native module {module.name}: {err}") from None
-    tm = llvm.Target.from_default_triple().create_target_machine(jit=True)  # the engine takes it over
-    engine = llvm.create_mcjit_compiler(parsed, tm)
-    engine.finalize_object()
     return engine
 
 

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tessera.runtime import openmp
-from tessera.runtime.errors import ProgramError
+from tessera.runtime.errors import LoadError, ProgramError
 from tessera.runtime.kernel import BoundKernel, Kernel
 from tessera.runtime.layouts import SizedLayout, dense_strides
 from tessera.runtime.native import Argument, KernelCall, Pointer, Segments, address_of
@@ -161,7 +161,10 @@ class _Writer:
         source = "\n".join(self.lines) + "\n"
         scope = dict(self.names)
         if self.segment is not None and len(self.segment.segments):  # each N<k> names a segment's index until now
-            functions = self.segment.segments.compile()
+            try:
+                functions = self.segment.segments.compile()
+            except LoadError:  # no native code here (LLVM cannot link it in this process): each launch on its own
+                return _Writer(p, self.timed, native=False).function()
             scope.update({k: functions[v] for k, v in self.names.items() if k.startswith("N")})
             scope["segments"] = self.segment.segments  # owns their code and pointer arrays
         exec(compile(source, f"<tessera program {id(p):#x}>", "exec"), scope)

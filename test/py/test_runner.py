@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import TensorType, f32
 from tessera.compiler.placements import placement_of
 from tessera.dialects.tsr.layout import LayoutAttr
 from tessera.runtime import Alloc, Call, Launch, Program, openmp
-from tessera.runtime.errors import ProgramError
+from tessera.runtime.errors import LoadError, ProgramError
 from tessera.runtime.layouts import SizedLayout
 from tessera.runtime.native import KernelCall, Pointer, Segments, address_of
 from tessera.runtime.openmp import Trampolines
@@ -129,6 +129,22 @@ def test_chained_launches_run_as_one_native_segment(scale_module):
         torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-4)
     source = prog._runner[0].source
     assert len(re.findall(r"N\d+\(\)", source)) == 2 and source.count(".data_ptr()") < 8, source
+
+
+def test_without_native_code_each_launch_runs_on_its_own(scale_module, monkeypatch):
+    def fails(self):
+        raise LoadError("no JIT here")
+
+    monkeypatch.setattr(Segments, "compile", fails)
+    k = scale_module.kernel("scale")
+    prog = Program(steps=[Alloc(2, _nhwc()), Launch(k, (0, 1, 2)), Alloc(3, _nhwc()), Launch(k, (2, 1, 3))],
+                   inputs=(0, 1), outputs=(3,))
+    x, s, _ = scale_inputs()
+    run = straight_line(prog)
+    assert not re.search(r"N\d+\(\)", run.source)
+    prog.run(x, s)
+    (y,) = run(x, s)
+    torch.testing.assert_close(y, scale_reference(scale_reference(x, s), s), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
