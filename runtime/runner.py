@@ -312,6 +312,19 @@ def _one_chunk(k: Kernel | BoundKernel) -> bool:
     return not k.dynamic and (k.default_chunks <= 1 or total <= 1)
 
 
+def _slots_viewed(steps: Sequence[Any], slot_of: dict[int, int]) -> dict[int, set[int]]:
+    """The slots whose memory each call's result may view: those of its arguments
+    (``runtime/memory_plan.py`` gives them one lifetime)."""
+    from tessera.runtime.program import Call
+
+    viewed: dict[int, set[int]] = {}
+    for step in steps:
+        if isinstance(step, Call):
+            slots = {s for a in step.args for s in ({slot_of[a]} if a in slot_of else viewed.get(a, set()))}
+            viewed.update({r: slots for r in step.results if slots})
+    return viewed
+
+
 def _trampolines(k: Kernel | BoundKernel) -> Trampolines | None:
     """The OpenMP trampolines of ``k``'s object, where its launches run on OpenMP's threads."""
     return getattr(k.launcher, "trampolines", None) if openmp.available() else None
@@ -336,6 +349,7 @@ class _Segment:
         self.segments = Segments()
         memory = writer.program._memory
         self.slot_of = memory.plan.slot_of if memory is not None else {}
+        self.views_of = _slots_viewed(writer.program.steps, self.slot_of)
         self.launches: list[KernelCall] = []
         self.pointers: dict[int, Pointer] = {}
         """Buffer -> its slot in the pointer array."""
@@ -347,8 +361,9 @@ class _Segment:
         """Whether ``step`` can be written without running the launches held."""
         from tessera.runtime.program import Alloc, Launch
 
-        if isinstance(step, Alloc):
-            return step.buffer in self.slot_of
+        if isinstance(step, Alloc):  # a slot's view is handed out only if nothing else holds the slot's memory
+            slot = self.slot_of.get(step.buffer)
+            return slot is not None and not any(slot in self.views_of.get(b, ()) for b in self.frees)
         if not isinstance(step, Launch):
             return False
         k = step.kernel

@@ -131,6 +131,34 @@ def test_chained_launches_run_as_one_native_segment(scale_module):
     assert len(re.findall(r"N\d+\(\)", source)) == 2 and source.count(".data_ptr()") < 8, source
 
 
+def test_a_segment_hands_out_slot_views_as_the_interpreter_does(scale_module, monkeypatch):
+    """A call's result viewing a slot (3 views 2's memory) is freed only after the
+    segment has run: a later view of that slot (5) ends the segment first, or the
+    slot would look held and take new memory on every run."""
+    from tessera.runtime.memory_plan import SlotMemory
+
+    k = scale_module.kernel("scale")
+    steps = [Alloc(2, _nhwc()), Launch(k, (0, 1, 2)), Call(lambda t: t.view(t.shape), (2,), (3,)),
+             Alloc(4, _nhwc()), Launch(k, (3, 1, 4)), Alloc(5, _nhwc()), Launch(k, (4, 1, 5)),
+             Alloc(6, _nhwc()), Launch(k, (5, 1, 6)), Call(torch.neg, (6,), (7,))]
+    prog = Program(steps=steps, inputs=(0, 1), outputs=(7,))
+    slot_of = prog._memory.plan.slot_of
+    assert slot_of[5] == slot_of[2]
+    x, s, _ = scale_inputs()
+    want = x
+    for _ in range(4):
+        want = scale_reference(want, s)
+    for _ in range(2):
+        prog.run(x, s)
+    views = []
+    view = SlotMemory._view
+    monkeypatch.setattr(SlotMemory, "_view", lambda self, b, slot: views.append(b) or view(self, b, slot))
+    for _ in range(3):
+        (y,) = prog.run(x, s)
+        torch.testing.assert_close(y, -want, rtol=1e-4, atol=1e-4)
+    assert views == [], "a slot's kept view was replaced in the steady state"
+
+
 def test_without_native_code_each_launch_runs_on_its_own(scale_module, monkeypatch):
     def fails(self):
         raise LoadError("no JIT here")
