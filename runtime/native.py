@@ -2,8 +2,9 @@
 
 Two users: OpenMP's trampolines (``runtime/openmp.py``: one kernel's grid on every
 thread) and a straight-line runner's *segments* (:class:`Segments`): a run of
-one-chunk launches called from one machine-code function, so that Python makes
-one call where it made one per kernel:
+launches (each on the calling thread, or split over OpenMP's threads) called from
+one machine-code function, so that Python makes one call where it made one per
+kernel:
 
     define void @tessera_segment_0() {
       %p1 = load ptr, ptr inttoptr (i64 <pointers> to ptr)      ; written by Python before the call
