@@ -21,19 +21,14 @@ import llvmlite.binding as llvm
 
 from tessera.runtime.artifact import Artifact
 from tessera.runtime.errors import LoadError
+from tessera.runtime.native import init_llvm
 
 KernelFn = Callable[..., None]
 
 
 @functools.cache
-def _init_llvm() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-@functools.cache
 def host_features() -> frozenset[str]:
-    _init_llvm()
+    init_llvm()
     return frozenset(f for f, on in llvm.get_host_cpu_features().items() if on)
 
 
@@ -41,7 +36,7 @@ class LoadedObject:
     """An object file linked into this process; owns the code's memory."""
 
     def __init__(self, artifact: Artifact):
-        _init_llvm()
+        init_llvm()
         if artifact.kind != "obj":
             raise LoadError(f"the cpu device loads objects, not {artifact.target}/{artifact.kind}")
         arch = llvm.get_process_triple().split("-")[0]

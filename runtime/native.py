@@ -36,7 +36,8 @@ I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 
 
 @functools.cache
-def _init() -> None:
+def init_llvm() -> None:
+    """LLVM's native target, once per process."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
 
@@ -53,7 +54,7 @@ def declare_kernel(module: ir.Module, address: int, num_pointers: int) -> ir.Fun
 
 def jit(module: ir.Module) -> llvm.ExecutionEngine:
     """``module`` compiled for this CPU and linked in memory; the engine owns the code."""
-    _init()
+    init_llvm()
     module.triple = llvm.get_process_triple()
     try:
         parsed = llvm.parse_assembly(str(module))
@@ -127,7 +128,7 @@ class Segments:
 
     def compile(self) -> list[Callable[[], None]]:
         """Each segment as a function of no arguments (the pointer arrays stay alive with this object)."""
-        _init()
+        init_llvm()
         module = ir.Module(name="tessera_segments")
         names = []
         for i, (launches, pointers) in enumerate(self._segments):
