@@ -42,14 +42,19 @@ def init_llvm() -> None:
     llvm.initialize_native_asmprinter()
 
 
-def declare_kernel(module: ir.Module, address: int, num_pointers: int) -> ir.Function:
-    """The kernel at ``address`` as an external function of ``module``."""
-    name = f"tessera_kernel_{address:x}"
+def declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
+    """External function ``name`` of ``module``, declared once."""
     try:
         return module.get_global(name)
     except KeyError:
-        llvm.add_symbol(name, address)
-        return ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * num_pointers + [I64, I64]), name)
+        return ir.Function(module, fnty, name)
+
+
+def declare_kernel(module: ir.Module, address: int, num_pointers: int) -> ir.Function:
+    """The kernel at ``address`` as an external function of ``module``."""
+    name = f"tessera_kernel_{address:x}"
+    llvm.add_symbol(name, address)
+    return declare(module, name, ir.FunctionType(ir.VoidType(), [PTR] * num_pointers + [I64, I64]))
 
 
 def jit(module: ir.Module) -> llvm.ExecutionEngine:
@@ -162,10 +167,7 @@ class Segments:
         for j, a in enumerate(call.args):
             if isinstance(a, Pointer):
                 b.store(value(a), b.gep(base, [ir.Constant(I64, 1 + j)], inbounds=True, source_etype=I64))
-        try:
-            gomp = module.get_global("GOMP_parallel")
-        except KeyError:
-            gomp = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32]), "GOMP_parallel")
+        gomp = declare(module, "GOMP_parallel", ir.FunctionType(ir.VoidType(), [PTR, PTR, I32, I32]))
         b.call(gomp, [_address(call.address), base, ir.Constant(I32, call.threads), ir.Constant(I32, 0)])
 
 

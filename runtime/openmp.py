@@ -38,7 +38,7 @@ from tessera.runtime.errors import LoadError
 from tessera.runtime.native import I32 as _I32
 from tessera.runtime.native import I64 as _I64
 from tessera.runtime.native import PTR as _PTR
-from tessera.runtime.native import declare_kernel, jit
+from tessera.runtime.native import declare, declare_kernel, jit
 
 
 @functools.cache
@@ -69,8 +69,8 @@ def available() -> bool:
 
 def _add_trampoline(module: ir.Module, address: int, num_buffers: int) -> str:
     """Adds kernel ``address``'s trampoline to ``module``; returns its name."""
-    thread_num = _declare(module, "omp_get_thread_num", ir.FunctionType(_I32, []))
-    num_threads = _declare(module, "omp_get_num_threads", ir.FunctionType(_I32, []))
+    thread_num = declare(module, "omp_get_thread_num", ir.FunctionType(_I32, []))
+    num_threads = declare(module, "omp_get_num_threads", ir.FunctionType(_I32, []))
     callee = declare_kernel(module, address, num_buffers)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR]), f"{callee.name}.parallel")
     ctx = fn.args[0]
@@ -89,13 +89,6 @@ def _add_trampoline(module: ir.Module, address: int, num_buffers: int) -> str:
     b.position_at_end(done)
     b.ret_void()
     return fn.name
-
-
-def _declare(module: ir.Module, name: str, fnty: ir.FunctionType) -> ir.Function:
-    try:
-        return module.get_global(name)
-    except KeyError:
-        return ir.Function(module, fnty, name)
 
 
 class Trampolines:

@@ -20,9 +20,10 @@ call of the machine code itself, and compiles it:
 A planned buffer whose slot only kernel launches touch is a constant of the
 function, its view and its address (:func:`pinned_views`): no check of the slot
 on each run, no ``data_ptr()`` call (MobileNetV3-small: ~90 such buffers, 2-6% of
-a call). The one-chunk launches between two steps that must run in Python (a
-call, an allocation that is not planned, a launch split over threads) are one
-*segment*: a native function calling each kernel in turn with its addresses
+a call). The launches between two steps that must run in Python (a call, an
+allocation that is not planned, a launch of several kernels or of run-time
+sizes) are one *segment*: a native function calling each kernel in turn (a
+threaded one through its OpenMP trampoline) with its addresses
 (``runtime/native.py``), the pinned ones constants of its code, the others
 written into its pointer array by each launch where it stands:
 
