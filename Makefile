@@ -7,7 +7,7 @@ TYPED = compiler/targets/ compiler/stage_io.py compiler/build.py compiler/placem
 	compiler/translate.py compiler/backend.py compiler/host_program.py compiler/library_calls.py compiler/cli.py \
 	compiler/lazy_exports.py compiler/size_specialization.py compiler/graph_cache.py compiler/codegen/fingerprint.py passes/target_models.py passes/select_impl.py passes/fuse_conv_residuals.py \
 	passes/fold_relayouts_into_convs.py passes/target_pass.py compiler/host_steps.py compiler/host_plan.py \
-	compiler/conv_epilogue.py dialects/polyphase.py dialects/dim_orders.py runtime/
+	compiler/conv_epilogue.py compiler/exported.py dialects/polyphase.py dialects/dim_orders.py runtime/
 
 setup:
 	./scripts/setup.sh

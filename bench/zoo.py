@@ -1,8 +1,10 @@
 """The model zoo (``test/py/zoo_models.py``) through tessera: per model, what
 compiled and what still runs through ATen (and why), the largest difference
 from eager, and the time per call of eager, Inductor, Inductor with freezing,
-OpenVINO and tessera (with and without freezing), medians of interleaved
-rounds in one process, with the ratio of the best peer's time to tessera's.
+OpenVINO and tessera (with and without freezing, and ``compile_exported``: the
+model exported and called without Dynamo, as OpenVINO's is), medians of
+interleaved rounds in one process, with the ratio of the best peer's time to
+tessera's (torch.compile with freezing, and exported).
 
     .venv/bin/python bench/zoo.py [--models resnet18,bert_tiny] [--reps 5] [--threads 1] [--no-time] [--size 224]
                                   [--batch 8] [--device cuda] [--modes eager,tessera]
@@ -41,7 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "test" / "py"))
 
 from zoo_models import MODELS, ZOO  # noqa: E402
 
+from tessera.compiler.exported import compile_exported  # noqa: E402
 from tessera.compiler.report import collect_reports  # noqa: E402
+
 
 def _inductor_freezing(model):
     compiled = torch.compile(model)
@@ -93,7 +97,11 @@ MODES = {
     "OpenVINO": _openvino,
     "tessera": lambda m, xs: torch.compile(m, backend="tessera"),
     "tessera freezing": lambda m, xs: torch.compile(m, backend="tessera", options={"freezing": True}),
+    "tessera export": lambda m, xs: compile_exported(m, xs),
 }
+CHECKED = ("OpenVINO", "tessera export")
+"""Modes whose result is compared with eager's before they are timed (a wrong one is left out)."""
+TESSERA = ("tessera freezing", "tessera export")
 PEERS = ("eager", "Inductor", "Inductor freezing", "OpenVINO")
 
 
@@ -153,12 +161,12 @@ def timings(name: str, reps: int) -> dict[str, float]:
                 continue
             out = fn(*inputs)
             fn(*inputs)
-            if mode == "OpenVINO":
+            if mode in CHECKED:
                 want = model(*inputs)
-                want = want if isinstance(want, torch.Tensor) else want[0]
+                want, out = (v if isinstance(v, torch.Tensor) else v[0] for v in (want, out))
                 err = (out.float() - want.float()).abs().max().item() / max(1.0, want.abs().max().item())
                 if err > (1e-2 if DTYPE == torch.float32 else 1e-1):  # bf16: ~3 significant digits a rounding
-                    print(f"  OpenVINO's result differs from eager's ({err:.1e}): left out", file=sys.stderr)
+                    print(f"  {mode}'s result differs from eager's ({err:.1e}): left out", file=sys.stderr)
                     continue
         fns[mode] = (fn, inputs)
     times: dict[str, list[float]] = {m: [] for m in fns}
@@ -188,11 +196,11 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                     help="the models' dtype (OpenVINO: its bf16 inference precision)")
-    ap.add_argument("--modes", default=",".join(MODES), help="the columns to time (tessera freezing always)")
+    ap.add_argument("--modes", default=",".join(MODES), help="the columns to time (tessera's two always)")
     a = ap.parse_args()
     global SIZE, BATCH, DEVICE, DTYPE
     SIZE, BATCH, DEVICE, DTYPE = a.size, a.batch, a.device, getattr(torch, a.dtype)
-    for mode in set(MODES) - set(a.modes.split(",")) - {"tessera freezing"}:
+    for mode in set(MODES) - set(a.modes.split(",")) - set(TESSERA):
         del MODES[mode]
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_num_threads(a.threads)
@@ -203,7 +211,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, {where}, {a.dtype}")
     head = "| model | graphs | fallbacks | through ATen | max rel. error |"
     if not a.no_time:
-        head += "".join(f" {m} ms |" for m in MODES) + " best peer / tessera freezing |"
+        head += "".join(f" {m} ms |" for m in MODES) + "".join(f" best peer / {m} |" for m in TESSERA)
     table = [head, "|" + " --- |" * (head.count("|") - 1)]
     for name in a.models.split(","):
         s = status(name)
@@ -213,11 +221,9 @@ def main() -> None:
             t = timings(name, a.reps)
             line += " " + " | ".join(f"{t[m]:.2f}" if m in t else "n/a" for m in MODES) + " |"
             ran = [m for m in PEERS if m in t]
-            if ran and "tessera freezing" in t:
-                best = min(ran, key=t.__getitem__)
-                line += f" {t[best] / t['tessera freezing']:.2f}x ({best}) |"
-            else:
-                line += " n/a |"
+            best = min(ran, key=t.__getitem__) if ran else None
+            for mode in TESSERA:
+                line += f" {t[best] / t[mode]:.2f}x ({best}) |" if best and mode in t else " n/a |"
         table.append(line)
         print(line, flush=True)
     print("\n".join(table))

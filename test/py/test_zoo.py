@@ -147,3 +147,22 @@ def test_inference_on_cuda_matches_eager(zoo, full_fp32):
             _close(got, expected, zoo.tolerance, f"{zoo.name} on CUDA, call {call}")
     _check_compiled(zoo.name, reports)
     _print_aten(zoo.name, reports)
+
+
+@pytest.mark.parametrize("zoo", [pytest.param(m, id=m.name, marks=[pytest.mark.slow] if m.slow else [])
+                                 for m in MODELS])
+def test_exported_matches_eager(zoo):
+    """Every model through ``compile_exported`` (torch.export, then tessera with
+    freezing, called without Dynamo) is exported, compiles, and matches eager."""
+    from tessera.compiler.exported import CompiledExport, compile_exported
+
+    model, inputs = zoo.build()
+    with torch.no_grad(), collect_reports() as reports:
+        expected = model(*inputs)
+        compiled = compile_exported(model, inputs, options=_options(zoo.name))
+        assert isinstance(compiled, CompiledExport), f"{zoo.name}: torch.export could not trace it"
+        for call in range(2):
+            got = compiled(*inputs)
+            _close(got if isinstance(got, torch.Tensor) else got[0], expected if isinstance(expected, torch.Tensor)
+                   else expected[0], zoo.tolerance, f"{zoo.name}, exported, call {call}")
+    _check_compiled(zoo.name, reports)
