@@ -52,6 +52,10 @@ def test_spec_refuses_what_the_kernels_do_not_compute():
         WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1, activation="gelu"))
     with pytest.raises(InvalidConvSpec, match="F\\(3, 3\\)"):
         WinogradSpec(ConvSpec(1, 16, 16, (8, 8), (3, 3), padding=1), m=3)
+    with pytest.raises(InvalidConvSpec, match="kt x 3 x 3"):  # a 3-D conv's planes must be 3x3
+        WinogradSpec(ConvSpec(1, 16, 16, (4, 8, 8), (3, 1, 1)))
+    with pytest.raises(InvalidConvSpec, match="stride 1"):  # in time too
+        WinogradSpec(ConvSpec(1, 16, 16, (4, 8, 8), (3, 3, 3), stride=(2, 1, 1), padding=1))
 
 
 def _run(spec: ConvSpec, m: int, seed: int = 0):
@@ -59,15 +63,17 @@ def _run(spec: ConvSpec, m: int, seed: int = 0):
 
     g = torch.Generator().manual_seed(seed)
     c = spec
-    x = torch.randn(c.input_shape(), generator=g).contiguous(memory_format=torch.channels_last)
-    w = torch.randn(c.out_channels, c.in_channels, 3, 3, generator=g) / (3 * c.in_channels ** 0.5)
+    last = torch.channels_last if c.spatial_dims == 2 else torch.channels_last_3d
+    x = torch.randn(c.input_shape(), generator=g).contiguous(memory_format=last)
+    w = torch.randn(c.out_channels, c.in_channels, *c.kernel, generator=g) / (3 * c.in_channels ** 0.5)
     b = torch.randn(c.out_channels, generator=g)
-    r = torch.randn(c.output_shape(), generator=g).contiguous(memory_format=torch.channels_last)
+    r = torch.randn(c.output_shape(), generator=g).contiguous(memory_format=last)
     conv = WinogradConv(c, m)
     args = [x, WinogradPacker(conv.ws)(w)] + ([b] if c.bias else []) + ([r] if c.residual else [])
-    out = torch.full(c.output_shape(), float("nan")).contiguous(memory_format=torch.channels_last)
+    out = torch.full(c.output_shape(), float("nan")).contiguous(memory_format=last)
     conv(*args, out)
-    want = F.conv2d(x.double(), w.double(), b.double() if c.bias else None, padding=c.padding)
+    conv_nd = F.conv2d if c.spatial_dims == 2 else F.conv3d
+    want = conv_nd(x.double(), w.double(), b.double() if c.bias else None, padding=c.padding)
     if c.residual:
         want = want + r.double()
     if c.activation == "relu":
@@ -91,6 +97,25 @@ def test_winograd_matches_a_float64_conv(m, batch, cin, cout, size, padding, bia
     spec = ConvSpec(batch, cin, cout, size, (3, 3), padding=padding, bias=bias, residual=residual,
                     activation=activation, isa=select_conv_isa())
     _, _, out, want = _run(spec, m)
+    assert not out.isnan().any()
+    err = (out - want).abs().max() / want.abs().max().clamp_min(1.0)
+    assert err < (2e-6 if m == 2 else 2e-5), err
+
+
+@needs_avx2
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("batch,cin,cout,size,kernel,padding,bias,residual,activation", [
+    (1, 32, 32, (4, 12, 12), (3, 3, 3), 1, True, True, "relu"),           # r3d_18's block: time padded
+    (2, 16, 24, (5, 9, 7), (3, 3, 3), (0, 1, 1), True, False, "silu"),    # a causal VAE's (time pad apart), batch 2
+    (1, 20, 8, (3, 6, 10), (2, 3, 3), (1, 0, 1), False, False, "none"),   # 2 time taps, partial tiles, odd channels
+    (1, 16, 16, (2, 8, 8), (1, 3, 3), 1, True, False, "relu6"),           # one time tap (r2plus1d's spatial conv)
+])
+def test_3d_winograd_matches_a_float64_conv(m, batch, cin, cout, size, kernel, padding, bias, residual, activation):
+    """A 3-D conv: Winograd on each frame's plane, its time taps the GEMM's (``kt x 1`` grouped conv)."""
+    spec = ConvSpec(batch, cin, cout, size, kernel, padding=padding, bias=bias, residual=residual,
+                    activation=activation, isa=select_conv_isa())
+    conv, _, out, want = _run(spec, m)
+    assert conv.ws.gemm.kernel == (kernel[0], 1) and conv.ws.frames == (size[0], out.shape[2])
     assert not out.isnan().any()
     err = (out - want).abs().max() / want.abs().max().clamp_min(1.0)
     assert err < (2e-6 if m == 2 else 2e-5), err
@@ -154,12 +179,14 @@ def test_convs_of_one_thread_share_the_largest_scratch():
 
 
 class _Block(torch.nn.Module):
-    """A ResNet basic block of 3x3 convs: conv-bn-relu, conv-bn, + x, relu."""
+    """A ResNet basic block of 3x3 convs: conv-bn-relu, conv-bn, + x, relu (``dims=3``:
+    a video ResNet's, r3d_18's, of 3x3x3 convs)."""
 
-    def __init__(self, c: int):
+    def __init__(self, c: int, dims: int = 2):
         super().__init__()
-        self.c1, self.b1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c)
-        self.c2, self.b2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False), torch.nn.BatchNorm2d(c)
+        conv, bn = (torch.nn.Conv2d, torch.nn.BatchNorm2d) if dims == 2 else (torch.nn.Conv3d, torch.nn.BatchNorm3d)
+        self.c1, self.b1 = conv(c, c, 3, padding=1, bias=False), bn(c)
+        self.c2, self.b2 = conv(c, c, 3, padding=1, bias=False), bn(c)
 
     def forward(self, x):
         return torch.relu(self.b2(self.c2(torch.relu(self.b1(self.c1(x))))) + x)
@@ -188,6 +215,21 @@ def test_backend_runs_3x3_convs_by_winograd_under_freezing(freezing):
         torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
         launches = _winograd_launches(compiled, x)
     assert launches == (2 if freezing else 0)  # 25 tiles each; weights transformed once only under freezing
+
+
+@needs_avx2
+def test_backend_runs_3x3x3_convs_by_winograd_under_freezing():
+    torch.manual_seed(0)
+    model = _Block(64, dims=3).eval()
+    for bn in (model.b1, model.b2):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(1, 64, 4, 16, 16)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
+        want = model(x)
+        torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+        assert _winograd_launches(compiled, x) == 2  # 16 tiles a frame, 4 frames
 
 
 def test_weight_transform_is_g_w_g_transposed():

@@ -124,7 +124,7 @@ def winograd_m_at(spec: ConvSpec) -> int | None:
         >>> winograd_m_at(ConvSpec(1, 512, 512, (7, 7), (3, 3), padding=1, isa="avx512")) is None
         True
     """
-    return prefers_winograd(_shape(spec), WinogradSpec(spec, 4).tiles, spec.isa)
+    return prefers_winograd(_shape(spec), _tiles(spec), spec.isa)
 
 
 def winograd_m_per_call_at(spec: ConvSpec) -> int | None:
@@ -136,7 +136,14 @@ def winograd_m_per_call_at(spec: ConvSpec) -> int | None:
         >>> winograd_m_per_call_at(ConvSpec(1, 64, 64, (14, 14), (3, 3), padding=1, isa="avx2")) is None
         True
     """
-    return prefers_winograd_per_call(_shape(spec), spec.batch * WinogradSpec(spec, 4).tiles, spec.isa)
+    return prefers_winograd_per_call(_shape(spec), spec.batch * _tiles(spec), spec.isa)
+
+
+def _tiles(spec: ConvSpec) -> int:
+    """4x4 output tiles of an image (of a 3-D conv: of every output frame, each a GEMM row
+    as a 2-D conv's tile is; ``winograd_spec``)."""
+    ws = WinogradSpec(spec, 4)
+    return ws.tiles * ws.frames[1]
 
 
 def winograd_choice(freezing: bool) -> Callable[[ConvSpec], int | None]:
@@ -178,7 +185,10 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     (``winograd_spec.winograd_fits``), in a class the measured model gives it
     (:func:`winograd_m_at`). Its weight is transformed once under ``freezing``,
     else on every call: then only with enough output tiles to pay for that
-    (``prefers_winograd_per_call``). Of dynamic sizes, :data:`PER_SIZE` where the
+    (``prefers_winograd_per_call``). A 3-D conv (``kt x 3 x 3``, a video model's) only
+    under freezing at static sizes, the tiles of all its output frames counted (``_tiles``):
+    r3d_18's 3x3x3 convs at 8x112x112 2.0-2.7x faster than the direct kernel, oneDNN's
+    6-8x (session 51). Of dynamic sizes, :data:`PER_SIZE` where the
     model gives it Winograd at some size (its channels decide): the model's choice
     is made per size when the conv runs (:func:`winograd_choice`)."""
     from tessera.dialects.tsr.shapes import is_static
@@ -189,6 +199,8 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     spec = conv_spec(op, isa)
     if not winograd_fits(spec):
         return None
+    if spec.spatial_dims == 3 and not (freezing and is_static(op.input.type.get_shape())):
+        return None  # measured under freezing at static sizes only (session 51); per size (conv/sized.py): 2-D
     if not is_static(op.input.type.get_shape()):  # Winograd at some size: the model at unbounded tiles
         shape = _shape(spec)
         some = prefers_winograd(shape, ANY_TILES, isa) if freezing else prefers_winograd_per_call(shape, ANY_TILES, isa)

@@ -63,7 +63,7 @@ def conv_specs(host: ModuleOp) -> list[tuple[ConvSpec, int | None]]:
 
 def _conv_modules(spec: ConvSpec, m: int | None, target: LlvmTarget) -> tuple[list[ir.Module], ConvSpec]:
     """A conv's kernel modules, and the spec whose weight packing it runs: a Winograd
-    conv's transforms and its GEMM (a grouped 1x1 conv)."""
+    conv's transforms (of a 3-D conv: over its frames as planes) and its GEMM (a grouped conv)."""
     if m is None:
         from .conv.rows import rows_spec
 
@@ -72,7 +72,8 @@ def _conv_modules(spec: ConvSpec, m: int | None, target: LlvmTarget) -> tuple[li
     from .conv.winograd_spec import WinogradSpec
 
     ws = WinogradSpec(spec, m)
-    return [input_module(ws, target), conv_module(ws.gemm, target), output_module(ws, target)], ws.gemm
+    return ([input_module(ws.input_planes, target), conv_module(ws.gemm, target),
+             output_module(ws.output_planes, target)], ws.gemm)
 
 
 def library_kernel_modules(host: ModuleOp, target: LlvmTarget) -> list[ir.Module]:

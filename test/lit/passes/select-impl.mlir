@@ -17,6 +17,10 @@
 // each way, where a weight too large to pack per call (256x256x3x3) no longer
 // sends the conv to the library (the sizes Winograd leaves run on it); 32 -> 32
 // without freezing runs on the direct kernel, as every 3x3 of at most 32 channels.
+// A 3-D conv of kt x 3 x 3 taps, stride 1, runs by Winograd over each frame's plane
+// (its time taps the GEMM's), counting the tiles of every output frame: F(4x4) for
+// r3d_18's 64 -> 64 at 8x56x56, under freezing only; not at stride 2 in time, nor of
+// dynamic sizes.
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx512f"}' | filecheck %s --check-prefix=AVX512
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+avx2,+fma"}' | filecheck %s --check-prefix=AVX2
 // RUN: compilerctl opt %s -p 'select-impl{target=x86 features="+sse4.2"}' | filecheck %s --check-prefix=LIB
@@ -67,6 +71,10 @@
 // AVX2-LABEL: func.func @winograd_dynamic(
 // AVX2: %ya = tsr.conv %a, %wa {tsr.impl = "avx2",
 // AVX2: %yb = tsr.conv %b, %wb {tsr.impl = "avx2:winograd",
+// FROZEN-LABEL: func.func @winograd_3d(
+// FROZEN: %ya = tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
+// FROZEN-NOT: winograd
+// FROZEN: func.return
 // FROZEN2-LABEL: func.func @winograd_dynamic(
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
@@ -112,6 +120,13 @@ func.func @winograd(%a: tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, %wa: tensor<6
   %yb = tsr.conv %b, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<1x256x14x14xf32, #tsr.layout<nhwc>>
   %yc = tsr.conv %c, %wb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x256x7x7xf32, #tsr.layout<nhwc>>, tensor<256x256x3x3xf32>) -> tensor<1x256x7x7xf32, #tsr.layout<nhwc>>
   func.return %ya, %yb, %yc : tensor<1x64x56x56xf32, #tsr.layout<nhwc>>, tensor<1x256x14x14xf32, #tsr.layout<nhwc>>, tensor<1x256x7x7xf32, #tsr.layout<nhwc>>
+}
+
+func.func @winograd_3d(%a: tensor<1x64x8x56x56xf32, #tsr.layout<ndhwc>>, %wa: tensor<64x64x3x3x3xf32>, %b: tensor<?x64x?x?x?xf32, #tsr.layout<ndhwc>>) -> (tensor<1x64x8x56x56xf32, #tsr.layout<ndhwc>>, tensor<1x64x4x56x56xf32, #tsr.layout<ndhwc>>, tensor<?x64x?x?x?xf32, #tsr.layout<ndhwc>>) {
+  %ya = tsr.conv %a, %wa {stride = array<i64: 1, 1, 1>, padding = array<i64: 1, 1, 1>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x64x8x56x56xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>) -> tensor<1x64x8x56x56xf32, #tsr.layout<ndhwc>>
+  %yb = tsr.conv %a, %wa {stride = array<i64: 2, 1, 1>, padding = array<i64: 1, 1, 1>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<1x64x8x56x56xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>) -> tensor<1x64x4x56x56xf32, #tsr.layout<ndhwc>>
+  %yc = tsr.conv %b, %wa {stride = array<i64: 1, 1, 1>, padding = array<i64: 1, 1, 1>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : (tensor<?x64x?x?x?xf32, #tsr.layout<ndhwc>>, tensor<64x64x3x3x3xf32>) -> tensor<?x64x?x?x?xf32, #tsr.layout<ndhwc>>
+  func.return %ya, %yb, %yc : tensor<1x64x8x56x56xf32, #tsr.layout<ndhwc>>, tensor<1x64x4x56x56xf32, #tsr.layout<ndhwc>>, tensor<?x64x?x?x?xf32, #tsr.layout<ndhwc>>
 }
 
 func.func @winograd_dynamic(%a: tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, %wa: tensor<32x32x3x3xf32>, %b: tensor<?x256x?x?xf32, #tsr.layout<nhwc>>, %wb: tensor<256x256x3x3xf32>) -> (tensor<?x32x?x?xf32, #tsr.layout<nhwc>>, tensor<?x256x?x?xf32, #tsr.layout<nhwc>>) {

@@ -55,10 +55,11 @@ def transform_weight(w: torch.Tensor, ws: WinogradSpec, into: Kept | None = None
     ``into``: its buffer, kept between calls (``kept.KeptPack``)."""
     c = ws.conv
     rows, cols = c.plain_weight_shape()[:2]  # [C_in, C_out] of a flipped weight: U's groups read transposed
-    taps = w.detach().reshape(rows * cols, 9)
-    u = kept_buffer(into, "transformed", (ws.points, rows * cols))
+    kt = ws.gemm.kernel[0]  # a 3-D conv's time taps: the GEMM's (``U[p, co, ci, k]``)
+    taps = w.detach().reshape(rows * cols * kt, 9)
+    u = kept_buffer(into, "transformed", (ws.points, rows * cols * kt))
     torch.mm(_weight_transform(ws.m, c.flipped_weight), taps.t(), out=u)
-    return u.view(ws.points * rows, cols, 1, 1)
+    return u.view(ws.points * rows, cols, kt, 1)
 
 
 class WinogradPacker:
@@ -95,15 +96,24 @@ class _Scratch(threading.local):
     def views(self, ws: WinogradSpec) -> tuple[torch.Tensor, torch.Tensor]:
         c = ws.conv
         out = []
-        for k, channels in enumerate((c.in_channels, c.out_channels)):
-            shape = ws.transformed_shape(channels)
+        for k, (channels, frames) in enumerate(zip((c.in_channels, c.out_channels), ws.frames)):
+            shape = ws.transformed_shape(channels, frames)
             if self.flat[k].numel() < math.prod(shape):
                 self.flat[k] = torch.empty(math.prod(shape))
-            out.append(self.flat[k].as_strided(shape, ws.transformed_strides(channels)))
+            out.append(self.flat[k].as_strided(shape, ws.transformed_strides(channels, frames)))
         return out[0], out[1]
 
 
 _SCRATCH = _Scratch()
+
+
+def _transformed(planes: WinogradSpec, channels: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return planes.transformed_shape(channels), planes.transformed_strides(channels)
+
+
+def _planes(t: torch.Tensor, shape: Sequence[int], strides: Sequence[int]) -> torch.Tensor:
+    """The same memory as ``shape`` and ``strides`` (a 3-D conv's frames as a batch of planes)."""
+    return t.as_strided(shape, strides)
 
 
 class WinogradConv:
@@ -116,7 +126,9 @@ class WinogradConv:
         self.ws = ws = WinogradSpec(spec, m)
         # the transforms never read the weight: one build for a conv and an input gradient of its sizes
         same = WinogradSpec(dataclasses.replace(spec, flipped_weight=False), m) if spec.flipped_weight else ws
-        self.kernels = (_load(WINOGRAD_INPUT, same), load_conv(ws.gemm), _load(WINOGRAD_OUTPUT, same))
+        self.kernels = (_load(WINOGRAD_INPUT, same.input_planes), load_conv(ws.gemm),
+                        _load(WINOGRAD_OUTPUT, same.output_planes))
+        self._3d = spec.spatial_dims == 3
         self._views_of: tuple[torch.Tensor, ...] | None = None
         """The scratch blocks ``V`` and ``M`` last came from, and the views of them (``_views``)."""
 
@@ -130,21 +142,29 @@ class WinogradConv:
     def __reduce__(self) -> tuple:
         return WinogradConv, (self.ws.conv, self.ws.m)
 
-    def _views(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``V`` and ``M`` on this thread's scratch: last call's views while its blocks are the
-        same: building them cost ~30 us of Python a launch, its three kernels ~8 (16 -> 16 at 8x8;
-        with the views kept the launch takes ~10 us; DenseNet-121 runs 42 a call)."""
+    def _views(self) -> tuple[torch.Tensor, ...]:
+        """``V`` and ``M`` on this thread's scratch (and, of a 3-D conv, the same as the
+        transforms' planes): last call's views while its blocks are the same: building
+        them cost ~30 us of Python a launch, its three kernels ~8 (16 -> 16 at 8x8; with
+        the views kept the launch takes ~10 us; DenseNet-121 runs 42 a call)."""
         flat, kept = _SCRATCH.flat, self._views_of
         if kept is not None and kept[0] is flat[0] and kept[1] is flat[1]:
-            return kept[2], kept[3]
+            return kept[2:]
         v, m = _SCRATCH.views(self.ws)
-        self._views_of = (flat[0], flat[1], v, m)
-        return v, m
+        planes = (_planes(v, *_transformed(self.ws.input_planes, self.ws.conv.in_channels)),
+                  _planes(m, *_transformed(self.ws.output_planes, self.ws.conv.out_channels))) if self._3d else (v, m)
+        self._views_of = (flat[0], flat[1], v, m, *planes)
+        return self._views_of[2:]
 
     def _steps(self, tensors: Sequence[torch.Tensor]) -> zip:
         x, w, *rest = tensors
-        v, m = self._views()
-        return zip(self.kernels, ((x, v), (v, w, m), (m, *rest)), strict=True)
+        v, m, v_planes, m_planes = self._views()
+        if self._3d:  # NDHWC tensors as the N*D NHWC planes the transforms take
+            i, o = self.ws.input_planes.conv, self.ws.output_planes.conv
+            x = _planes(x, i.input_shape(), i.input_strides())
+            n_bias = int(o.bias)  # then the residual and the output, NDHWC as well
+            rest = [*rest[:n_bias], *(_planes(t, o.output_shape(), o.output_strides()) for t in rest[n_bias:])]
+        return zip(self.kernels, ((x, v_planes), (v, w, m), (m_planes, *rest)), strict=True)
 
     def __call__(self, *tensors: torch.Tensor) -> None:
         for kernel, args in self._steps(tensors):
