@@ -15,7 +15,8 @@ OpenVINO runs the model as its ``torch.compile`` backend cannot on torch 2.13:
 down-conversion) and the same thread count; its column says ``n/a`` where
 ``openvino`` is not installed or cannot convert the model.
 
-``--size`` sets the height and width of an image model's input (a classifier at 224²),
+``--size`` sets the height and width of an image model's input (a classifier at 224²; a
+video model's frames: r3d_18 at 8x112²),
 ``--batch`` its batch size;
 ``--dtype bfloat16`` runs every mode in bfloat16 (OpenVINO: the float32 model with its
 bf16 inference precision).
@@ -121,11 +122,12 @@ def _sync() -> None:
 
 
 def build(name: str):
-    """The zoo model and its inputs, an image input resized to ``SIZE`` and batched to ``BATCH``."""
+    """The zoo model and its inputs, an image input (or a video's frames) resized to ``SIZE``
+    and batched to ``BATCH``."""
     model, inputs = ZOO[name].build()
-    if (SIZE or BATCH) and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() == 4:
-        n, c, h, w = inputs[0].shape
-        shape = (BATCH or n, c, *((SIZE, SIZE) if SIZE else (h, w)))
+    if (SIZE or BATCH) and inputs and isinstance(inputs[0], torch.Tensor) and inputs[0].dim() in (4, 5):
+        n, c, *frames, h, w = inputs[0].shape
+        shape = (BATCH or n, c, *frames, *((SIZE, SIZE) if SIZE else (h, w)))
         inputs = (torch.randn(*shape, generator=torch.Generator().manual_seed(0)), *inputs[1:])
     return model.to(DEVICE, DTYPE), tuple(x.to(DEVICE, DTYPE) if x.is_floating_point() else x.to(DEVICE)
                                           for x in inputs)
