@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch._export.utils import _check_input_constraints_for_graph
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
@@ -153,8 +154,6 @@ class CompiledExport:
                 raise InputMismatch(f"input {i}: expected {_describe(expected)}, got {_describe(got)}"
                                     " (export again with dynamic_shapes for other sizes)")
         if self._checked_by_export:
-            from torch._export.utils import _check_input_constraints_for_graph
-
             try:
                 _check_input_constraints_for_graph(self._user, pytree.tree_flatten_with_path((args, kwargs))[0],
                                                    self._range_constraints)

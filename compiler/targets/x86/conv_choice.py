@@ -174,8 +174,8 @@ def direct_at(spec: ConvSpec) -> bool:
 
 
 def _shape(spec: ConvSpec) -> ConvShape:
-    """The cost model's view of a 2-D f32 conv spec."""
-    return ConvShape(spatial=2, dtype="f32", in_channels=spec.in_channels, out_channels=spec.out_channels,
+    """The cost model's view of an f32 conv spec."""
+    return ConvShape(spatial=spec.spatial_dims, dtype="f32", in_channels=spec.in_channels, out_channels=spec.out_channels,
                      groups=spec.groups, kernel=spec.kernel, stride=spec.dims("stride"))
 
 

@@ -107,15 +107,6 @@ class _Scratch(threading.local):
 _SCRATCH = _Scratch()
 
 
-def _transformed(planes: WinogradSpec, channels: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    return planes.transformed_shape(channels), planes.transformed_strides(channels)
-
-
-def _planes(t: torch.Tensor, shape: Sequence[int], strides: Sequence[int]) -> torch.Tensor:
-    """The same memory as ``shape`` and ``strides`` (a 3-D conv's frames as a batch of planes)."""
-    return t.as_strided(shape, strides)
-
-
 class WinogradConv:
     """``conv(x, packed_w, [bias], [residual], out)`` by Winograd: the three kernels
     behind one program step (``runtime.kernel.Launchable``)."""
@@ -128,7 +119,15 @@ class WinogradConv:
         same = WinogradSpec(dataclasses.replace(spec, flipped_weight=False), m) if spec.flipped_weight else ws
         self.kernels = (_load(WINOGRAD_INPUT, same.input_planes), load_conv(ws.gemm),
                         _load(WINOGRAD_OUTPUT, same.output_planes))
-        self._3d = spec.spatial_dims == 3
+        self._planes: tuple[tuple, ...] | None = None
+        """Of a 3-D conv, ``(shape, strides)`` of its NDHWC input, its output (and residual),
+        ``V`` and ``M`` as the transforms' batches of planes (the same memory): made once."""
+        if spec.spatial_dims == 3:
+            i, o = ws.input_planes, ws.output_planes
+            self._planes = ((i.conv.input_shape(), i.conv.input_strides()),
+                            (o.conv.output_shape(), o.conv.output_strides()),
+                            (i.transformed_shape(spec.in_channels), i.transformed_strides(spec.in_channels)),
+                            (o.transformed_shape(spec.out_channels), o.transformed_strides(spec.out_channels)))
         self._views_of: tuple[torch.Tensor, ...] | None = None
         """The scratch blocks ``V`` and ``M`` last came from, and the views of them (``_views``)."""
 
@@ -151,19 +150,18 @@ class WinogradConv:
         if kept is not None and kept[0] is flat[0] and kept[1] is flat[1]:
             return kept[2:]
         v, m = _SCRATCH.views(self.ws)
-        planes = (_planes(v, *_transformed(self.ws.input_planes, self.ws.conv.in_channels)),
-                  _planes(m, *_transformed(self.ws.output_planes, self.ws.conv.out_channels))) if self._3d else (v, m)
+        planes = (v.as_strided(*self._planes[2]), m.as_strided(*self._planes[3])) if self._planes else (v, m)
         self._views_of = (flat[0], flat[1], v, m, *planes)
         return self._views_of[2:]
 
     def _steps(self, tensors: Sequence[torch.Tensor]) -> zip:
         x, w, *rest = tensors
         v, m, v_planes, m_planes = self._views()
-        if self._3d:  # NDHWC tensors as the N*D NHWC planes the transforms take
-            i, o = self.ws.input_planes.conv, self.ws.output_planes.conv
-            x = _planes(x, i.input_shape(), i.input_strides())
-            n_bias = int(o.bias)  # then the residual and the output, NDHWC as well
-            rest = [*rest[:n_bias], *(_planes(t, o.output_shape(), o.output_strides()) for t in rest[n_bias:])]
+        if self._planes:  # NDHWC tensors as the N*D NHWC planes the transforms take
+            x_planes, y_planes = self._planes[:2]
+            n_bias = int(self.ws.conv.bias)  # then the residual and the output, NDHWC as well
+            x = x.as_strided(*x_planes)
+            rest = [*rest[:n_bias], *(t.as_strided(*y_planes) for t in rest[n_bias:])]
         return zip(self.kernels, ((x, v_planes), (v, w, m), (m_planes, *rest)), strict=True)
 
     def __call__(self, *tensors: torch.Tensor) -> None:

@@ -21,8 +21,9 @@ its time padding the conv's::
     ws = WinogradSpec(ConvSpec(1, 64, 64, (8, 56, 56), (3, 3, 3), padding=1), m=4)
     ws.input_planes.conv         # ConvSpec(8, 64, 64, (56, 56), (3, 3), padding=1): the frames as planes
     ws.gemm                      # ConvSpec(1, 36*64, 36*64, (8, 196), (3, 1), padding=(1, 0), groups=36)
-    M[n, d, t, p, co] = sum_k sum_ci V[n, d + k - 1, t, p, ci] U_k[p, co, ci] Per output pixel
-F(4,3) multiplies 36/16 = 2.25 times per input channel and output channel where
+    M[n, d, t, p, co] = sum_k sum_ci V[n, d + k - 1, t, p, ci] U_k[p, co, ci]
+
+Per output pixel F(4,3) multiplies 36/16 = 2.25 times per input channel and output channel where
 the direct conv multiplies 9 times (4x fewer FLOPs); F(2,3), 16/4 = 4 (2.25x
 fewer). The matrices are Lavin & Gray's (interpolation points 0, +-1, +-2, inf).
 """
