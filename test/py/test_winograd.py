@@ -218,7 +218,10 @@ def test_backend_runs_3x3_convs_by_winograd_under_freezing(freezing):
 
 
 @needs_avx2
-def test_backend_runs_3x3x3_convs_by_winograd_under_freezing():
+@pytest.mark.parametrize("freezing", [True, False])
+def test_backend_runs_3x3x3_convs_by_winograd(freezing):
+    """A video ResNet block: 16 tiles a frame over 4 frames pay for the weight's transform
+    on every call too (64 tiles, ``prefers_winograd_per_call``)."""
     torch.manual_seed(0)
     model = _Block(64, dims=3).eval()
     for bn in (model.b1, model.b2):
@@ -226,10 +229,32 @@ def test_backend_runs_3x3x3_convs_by_winograd_under_freezing():
         bn.running_var.uniform_(0.5, 2.0)
     x = torch.randn(1, 64, 4, 16, 16)
     with torch.no_grad():
-        compiled = torch.compile(model, backend="tessera", options={"freezing": True})
+        compiled = torch.compile(model, backend="tessera", options={"freezing": freezing})
         want = model(x)
         torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
-        assert _winograd_launches(compiled, x) == 2  # 16 tiles a frame, 4 frames
+        assert _winograd_launches(compiled, x) == 2
+
+
+@needs_avx2
+@pytest.mark.parametrize("freezing", [True, False])
+def test_backend_runs_3x3x3_convs_by_winograd_per_size(freezing):
+    """Of dynamic sizes (one program), Winograd's ``m`` per size (``conv/sized.py``): F(4x4)
+    at 2x4x16x16, F(2x2) under freezing at 1x3x6x10 (6 tiles a frame, 18 in all), and
+    without freezing there no Winograd at all (too few tiles to pay for the transform)."""
+    from tessera.compiler.targets.x86.conv.sized import SizedWinograd
+
+    torch.manual_seed(0)
+    model = _Block(64, dims=3).eval()
+    compiled = torch.compile(model, backend="tessera", dynamic=True, options={"freezing": freezing})
+    with torch.no_grad():
+        for shape, m in (((2, 64, 4, 16, 16), 4), ((1, 64, 3, 6, 10), 2 if freezing else None)):
+            x = torch.randn(*shape)
+            want = model(x)
+            torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+            convs = [s.kernel for p in programs_run(compiled, x) for s in p.steps
+                     if isinstance(getattr(s, "kernel", None), SizedWinograd)]
+            assert len(convs) == 2
+            assert {c._sized(tuple(x.shape)).m for c in convs} == {m}
 
 
 def test_weight_transform_is_g_w_g_transposed():

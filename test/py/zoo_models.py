@@ -142,6 +142,24 @@ def _autoencoder_kl_wan():
     return _Decode(vae), (torch.randn(1, 4, 2, 8, 8),)
 
 
+def _sd_vae():
+    """Stable Diffusion's VAE decoder at its own config (128-512 channels, two layers a block,
+    GroupNorm of 32): a 16x16 latent here, 32x32 (a 256x256 image) with ``bench/zoo.py --size 32``."""
+    from diffusers import AutoencoderKL
+
+    vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), down_block_types=("DownEncoderBlock2D",) * 4,
+                        up_block_types=("UpDecoderBlock2D",) * 4, layers_per_block=2)
+    return _Decode(vae), (torch.randn(1, 4, 16, 16),)
+
+
+def _wan_vae():
+    """The WAN 2.1 video VAE's decoder at its own config (base_dim 96, z_dim 16): one latent
+    frame (one output frame), 16x16 here, 32x32 with ``bench/zoo.py --size 32``."""
+    from diffusers import AutoencoderKLWan
+
+    return _Decode(AutoencoderKLWan()), (torch.randn(1, 16, 1, 16, 16),)
+
+
 class _Unet(nn.Module):
     def __init__(self, unet: nn.Module):
         super().__init__()
@@ -239,6 +257,8 @@ MODELS = [
     ZooModel("bert_tiny", _bert, "transformers", training=True),
     ZooModel("gpt2_tiny", _gpt2, "transformers"),
     ZooModel("llama_tiny", _llama, "transformers", training=True),
+    ZooModel("sd_vae_decode", _sd_vae, "diffusers", slow=True),
+    ZooModel("wan_vae_decode", _wan_vae, "diffusers", slow=True),
     ZooModel("bert_base", _bert_base, "transformers", slow=True),
     ZooModel("gpt2_small", _gpt2_small, "transformers", slow=True),
 ]

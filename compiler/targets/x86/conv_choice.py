@@ -185,10 +185,11 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     (``winograd_spec.winograd_fits``), in a class the measured model gives it
     (:func:`winograd_m_at`). Its weight is transformed once under ``freezing``,
     else on every call: then only with enough output tiles to pay for that
-    (``prefers_winograd_per_call``). A 3-D conv (``kt x 3 x 3``, a video model's) only
-    under freezing at static sizes, the tiles of all its output frames counted (``_tiles``):
+    (``prefers_winograd_per_call``). A 3-D conv (``kt x 3 x 3``, a video model's) by the
+    same rules, the tiles of all its output frames counted (``_tiles``): under freezing
     r3d_18's 3x3x3 convs at 8x112x112 2.0-2.7x faster than the direct kernel, oneDNN's
-    6-8x (session 51). Of dynamic sizes, :data:`PER_SIZE` where the
+    6-8x (session 51); transformed per call, r3d_18 1.54x and the WAN 2.1 decoder 1.44x
+    faster whole (session 52). Of dynamic sizes, :data:`PER_SIZE` where the
     model gives it Winograd at some size (its channels decide): the model's choice
     is made per size when the conv runs (:func:`winograd_choice`)."""
     from tessera.dialects.tsr.shapes import is_static
@@ -199,8 +200,6 @@ def winograd_m(op: tsr.ConvOp, isa: str, freezing: bool) -> int | None:
     spec = conv_spec(op, isa)
     if not winograd_fits(spec):
         return None
-    if spec.spatial_dims == 3 and not (freezing and is_static(op.input.type.get_shape())):
-        return None  # measured under freezing at static sizes only (session 51); per size (conv/sized.py): 2-D
     if not is_static(op.input.type.get_shape()):  # Winograd at some size: the model at unbounded tiles
         shape = _shape(spec)
         some = prefers_winograd(shape, ANY_TILES, isa) if freezing else prefers_winograd_per_call(shape, ANY_TILES, isa)

@@ -71,20 +71,27 @@
 // AVX2-LABEL: func.func @winograd_dynamic(
 // AVX2: %ya = tsr.conv %a, %wa {tsr.impl = "avx2",
 // AVX2: %yb = tsr.conv %b, %wb {tsr.impl = "avx2:winograd",
+// A 3x3x3 stride-1 conv by Winograd on each frame (8 frames of 196 tiles), its weight
+// transformed once (freezing) or per call; of dynamic sizes, m per size (conv/sized.py).
 // FROZEN-LABEL: func.func @winograd_3d(
 // FROZEN: %ya = tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
-// FROZEN-NOT: winograd
-// FROZEN: func.return
+// FROZEN: %yb = tsr.conv {{.*}}tsr.impl = "avx512",
+// FROZEN: %yc = tsr.conv {{.*}}tsr.impl = "avx512:winograd",
+// AVX512-LABEL: func.func @winograd_3d(
+// AVX512: %ya = tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
+// AVX512: %yb = tsr.conv {{.*}}tsr.impl = "avx512",
+// AVX512: %yc = tsr.conv {{.*}}tsr.impl = "avx512:winograd",
 // FROZEN2-LABEL: func.func @winograd_dynamic(
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
 // FROZEN2: tsr.conv {{.*}}tsr.impl = "avx2:winograd"
 // A 3x3x3 conv of 32 channels at 3x8x8 output points, a polyphase 2x2 and a temporal
-// 3x1x1 window go to the kernel (session 34); 96 channels at 3x26x26 stay on the library.
+// 3x1x1 window go to the kernel (session 34); 96 channels at 3x26x26 (147 4x4 tiles)
+// by Winograd, its weight transformed per call (session 52).
 // AVX512-LABEL: func.func @small_windows(
-// AVX512: %ya = tsr.conv {{.*}}tsr.impl = "avx512"
-// AVX512: %yb = tsr.conv {{.*}}tsr.impl = "avx512"
-// AVX512: %yc = tsr.conv {{.*}}tsr.impl = "avx512"
-// AVX512: %yd = tsr.conv %d, %wd {stride
+// AVX512: %ya = tsr.conv {{.*}}tsr.impl = "avx512",
+// AVX512: %yb = tsr.conv {{.*}}tsr.impl = "avx512",
+// AVX512: %yc = tsr.conv {{.*}}tsr.impl = "avx512",
+// AVX512: %yd = tsr.conv {{.*}}tsr.impl = "avx512:winograd4"
 // AVX512: func.return
 
 // LIB-NOT: tsr.impl
