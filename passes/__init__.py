@@ -33,13 +33,14 @@ def _passes() -> dict[str, type[ModulePass]]:
     from .hoist_relayouts import HoistRelayouts
     from .select_impl import SelectImpl
     from .sink_expands import SinkExpands
+    from .trim_padded_taps import TrimPaddedTaps
     from .widen_half import WidenHalf
 
     return {
         p.name: p for p in (AddmmAsConv, Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts,
                             HoistRelayouts, CancelRelayouts, FuseRelayouts, FoldRelayoutsIntoConvs, FuseConvResiduals,
                             FuseConvEpilogues, FuseIntMmEpilogues, SelectImpl, FuseKernels, WidenHalf,
-                            FreeResultLayouts, SinkExpands)
+                            FreeResultLayouts, SinkExpands, TrimPaddedTaps)
     }
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -42,14 +42,9 @@ from xdsl.pattern_rewriter import (
 
 from tessera.dialects import tsr
 from tessera.dialects.polyphase import PolyphaseDim
-from tessera.dialects.tsr.shapes import DYNAMIC, dim_of, elem_of, i64_array, ints, numel, shape_of
+from tessera.dialects.tsr.shapes import DYNAMIC, dim_of, elem_of, i64_array, ints, numel, shape_of, with_shape
 
 MAX_FLOP_RATIO = 0.8
-
-
-def _tensor(shape, like: TensorType) -> TensorType:
-    """A ``shape`` tensor of ``like``'s element type and layout (same rank)."""
-    return TensorType(elem_of(like), list(shape), like.encoding)
 
 
 def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp) -> list[PolyphaseDim] | None:
@@ -88,23 +83,23 @@ class FoldUpsampleIntoConvPattern(RewritePattern):
         pads = [d.pads for d in dims]
         padded_sizes = (dim_of(lambda n, p=p: n + sum(p), n) for n, p in zip(xs[2:], pads))
         padded = tsr.PadOp.create(
-            operands=[x, zero.result], result_types=[_tensor([*xs[:2], *padded_sizes], x.type)],
+            operands=[x, zero.result], result_types=[with_shape(x.type, [*xs[:2], *padded_sizes])],
             properties={"low": i64_array([0, 0, *(lo for lo, _ in pads)]), "high": i64_array([0, 0, *(hi for _, hi in pads)])})
         scales = i64_array(d.scale for d in dims)
         weight = tsr.PolyphaseWeightOp.create(
-            operands=[w], result_types=[_tensor([phases * ws[0], ws[1], *(d.taps for d in dims)], w.type)],
+            operands=[w], result_types=[with_shape(w.type, [phases * ws[0], ws[1], *(d.taps for d in dims)])],
             properties={"scales": scales, "padding": conv.padding})
         new += [zero, padded, weight]
         bias = None
         if conv.bias is not None:
             bias = tsr.ConcatOp.create(operands=[conv.bias] * phases,
-                                       result_types=[_tensor([phases * ws[0]], conv.bias.type)],
+                                       result_types=[with_shape(conv.bias.type, [phases * ws[0]])],
                                        properties={"dim": IntegerAttr(0, i64)})
             new.append(bias)
         out = shape_of(conv.result.type)
         poly = tsr.ConvOp.with_epilogue(
             padded.result, weight.result, bias.results[0] if bias is not None else None, None,
-            _tensor([out[0], phases * ws[0], *(dim_of(d.conv_size, n) for d, n in zip(dims, xs[2:]))], conv.result.type),
+            with_shape(conv.result.type, [out[0], phases * ws[0], *(dim_of(d.conv_size, n) for d, n in zip(dims, xs[2:]))]),
             {**conv.properties, "padding": i64_array([0] * len(dims))})
         interleave = tsr.PolyphaseInterleaveOp.create(
             operands=[poly.result], result_types=[conv.result.type],

@@ -117,7 +117,8 @@ class Target:
 
     def graph_pipeline(self, freezing: bool = False, features: str | None = None) -> tuple[str, ...]:
         """Typed constants; half-precision convs and GEMMs computed in f32 where the
-        target says that is faster (``widened_halves``); per-channel affines (an eval BatchNorm) folded into the conv
+        target says that is faster (``widened_halves``); conv taps that read only zero padding
+        dropped, zero pads folded into the conv (``trim-padded-taps``); per-channel affines (an eval BatchNorm) folded into the conv
         before them: with ``freezing`` every one, without it only where the conv's
         weight is no larger than its output (a folded weight is a new weight, computed
         and packed again on every call: folding every one took 2.4x the time of
@@ -135,6 +136,7 @@ class Target:
             f"cast-constants{{policy={self.half_compute}}}",
             *([f'widen-half{{dtypes="{",".join(halves)}"' + ("" if freezing else " gemms=false") + "}"]
               if halves else []),
+            "trim-padded-taps",
             "fold-affine-into-conv" if freezing else "fold-affine-into-conv{per_call=true}",
             "fold-upsample-into-conv",
             f"assign-layouts{{target={self.name}}}",

@@ -64,6 +64,12 @@ def with_elem(t: Attribute, elem: Attribute) -> Attribute:
     return TensorType(elem, t.get_shape(), t.encoding) if isinstance(t, TensorType) else elem
 
 
+def with_shape(t: TensorType, shape: Sequence[int]) -> TensorType:
+    """``t`` with ``shape`` (the same rank), its element type and layout kept:
+    ``tensor<8x8x3x3xf32, #tsr.layout<nhwc>>`` -> ``tensor<8x8x1x3xf32, #tsr.layout<nhwc>>``."""
+    return TensorType(t.get_element_type(), list(shape), t.encoding)
+
+
 I64Array = DenseArrayBase.constr(i64)
 """The constraint of an ``array<i64: ...>`` property (strides, padding, dims, ...)."""
 
