@@ -21,8 +21,11 @@ A dropped tap multiplied only zeros, so the result is eager's up to the order
 of the remaining sums. Where the new padding differs between the sides (WAN's
 causal pad of 2 before 2 frames: taps 1 and 2 live, 1 frame of padding left
 before them), a zero pad stays in front of the conv, cropping where a side went negative; a conv left as it was
-is not rewritten. Applies to f32/bf16/f16 convs of static spatial sizes; a conv
-whose every tap reads only padding (its output is its bias) is left alone.
+is not rewritten. Applies to convs of static spatial sizes; a conv whose every
+tap reads only padding (its output is its bias) is left alone. A dropped tap's
+weights are never read: a NaN or infinity there, which eager multiplies by the
+explicit pad's zeros, does not reach the output (as where a library conv skips
+its own padding); a NaN in the input reaches it as before.
 """
 
 from __future__ import annotations
@@ -30,14 +33,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from tessera.dialects import tsr
+from tessera.dialects.conv_sizes import conv_output_size
 from tessera.dialects.tsr.layout import layout_of
-from tessera.dialects.tsr.shapes import i64_array, ints, is_static, shape_of, with_shape
+from tessera.dialects.tsr.shapes import elem_of, i64_array, ints, is_static, shape_of, with_shape
 
 
 def live_taps(size: int, low: int, out: int, kernel: int, stride: int, dilation: int) -> tuple[int, int] | None:
@@ -77,12 +81,15 @@ def _zero_pad(v: SSAValue) -> tsr.PadOp | None:
 
 @dataclass(frozen=True)
 class _Dim:
-    """One spatial dim of the rewritten conv: its taps ``[first, last]`` and the zero padding around the real input."""
+    """One spatial dim of the rewritten conv: its taps ``[first, last]``, the zero padding
+    around the real input (``high`` the least that keeps the output's size) and whether
+    the conv's own (symmetric) padding of ``low`` gives that output size."""
 
     first: int
     last: int
     low: int
     high: int
+    symmetric: bool
 
 
 class TrimPaddedTapsPattern(RewritePattern):
@@ -101,11 +108,13 @@ class TrimPaddedTapsPattern(RewritePattern):
             if taps is None:
                 return
             first, last = taps
-            low = p + pl - first * d
-            dims.append(_Dim(first, last, low, (out - 1) * s + d * (last - first) + 1 - n - low))
+            low, kept = p + pl - first * d, last - first + 1
+            high = (out - 1) * s + d * (kept - 1) + 1 - n - low
+            dims.append(_Dim(first, last, low, high, 0 <= high <= low and conv_output_size(n, kept, s, low, d) == out))
         trimmed = any(dim.first > 0 or dim.last < k - 1 for dim, k in zip(dims, ws[2:]))
-        symmetric = all(dim.low == dim.high >= 0 for dim in dims)
-        if not trimmed and not (pad is not None and symmetric):
+        symmetric = all(dim.symmetric for dim in dims)
+        if (not trimmed and not (pad is not None and symmetric)
+                or not symmetric and pad is None and not isinstance(elem_of(x.type), AnyFloat)):
             return
         new: list[Operation] = []
         weight = conv.weight
@@ -122,7 +131,7 @@ class TrimPaddedTapsPattern(RewritePattern):
         if not symmetric:
             zero = pad.value if pad is not None else None
             if zero is None:
-                new.append(const := tsr.ConstantOp(FloatAttr(0.0, conv.input.type.element_type)))
+                new.append(const := tsr.ConstantOp(FloatAttr(0.0, elem_of(x.type))))
                 zero = const.result
             sizes = [n + dim.low + dim.high for n, dim in zip(xs[2:], dims)]
             padded = tsr.PadOp.create(operands=[x, zero], result_types=[with_shape(x.type, [*xs[:2], *sizes])],

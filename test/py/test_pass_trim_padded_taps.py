@@ -50,6 +50,8 @@ def ops(m, cls):
     # a video network's last stage at one frame (r3d_18 at 1x7x7)
     ((1, 4, 1, 7, 7), (3, 3, 3), (1, 1, 1), None, 1, 1, [1, 3, 3], [0, 1, 1], 0),
     ((1, 4, 1, 7, 7), (3, 3, 3), (1, 1, 1), None, 2, 1, [1, 3, 3], [0, 1, 1], 0),
+    # stride 2 over 6 columns: padding 1 on both sides still gives 3 outputs (the last one unused)
+    ((1, 4, 1, 6), (3, 3), (1, 1), None, 2, 1, [1, 3], [0, 1], 0),
     # a 3x3 conv of one pixel: a 1x1 conv; of one row: 1x3
     ((2, 4, 1, 1), (3, 3), (1, 1), None, 1, 1, [1, 1], [0, 0], 0),
     ((1, 4, 1, 5), (3, 3), (1, 1), None, 1, 1, [1, 3], [0, 1], 0),
