@@ -57,6 +57,8 @@ def ops(m, cls):
     ((1, 4, 1, 5), (3, 3), (1, 1), None, 1, 1, [1, 3], [0, 1], 0),
     # dilated: the outer taps of a 5-wide window read padding only
     ((1, 4, 1, 6), (3, 3), (2, 2), None, 1, 2, [1, 3], [0, 2], 0),
+    # dilation 2 over 3 pixels padded by 1: only the middle tap, reading the middle pixel: a crop in front
+    ((1, 4, 3, 3), (3, 3), (1, 1), None, 1, 2, [1, 1], [0, 0], 1),
     # a symmetric zero pad alone folds into the conv's padding
     ((1, 3, 6, 6), (3, 3), (0, 0), ((1, 1), (1, 1)), 1, 1, [3, 3], [1, 1], 0),
     # a pad on one side of one dim, taps trimmed in the other: the pad stays, the conv's padding in it
