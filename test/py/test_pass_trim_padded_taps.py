@@ -108,7 +108,19 @@ class _Causal(nn.Module):
 
 @pytest.mark.parametrize("freezing", [True, False])
 @pytest.mark.parametrize("frames", [1, 3])
-def test_backend_matches_eager(freezing, frames):
+def test_backend_matches_eager(freezing, frames, monkeypatch):
+    """In the backend's pipeline: one frame's conv is rewritten (1x3x3 taps), three frames' is not."""
+    from tessera.passes.trim_padded_taps import TrimPaddedTapsPattern
+
+    rewritten = []
+    match = TrimPaddedTapsPattern.match_and_rewrite
+
+    def counting(self, conv, rewriter):
+        match(self, conv, rewriter)
+        if isinstance(conv, tsr.ConvOp) and conv.parent is None:  # replaced and erased
+            rewritten.append(conv)
+
+    monkeypatch.setattr(TrimPaddedTapsPattern, "match_and_rewrite", counting)
     torch.manual_seed(0)
     model = _Causal().eval()
     x = torch.randn(1, 16, frames, 8, 8)
@@ -116,3 +128,4 @@ def test_backend_matches_eager(freezing, frames):
         want = model(x)
         got = torch.compile(model, backend="tessera", options={"freezing": freezing})(x)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    assert len(rewritten) == (1 if frames == 1 else 0)
