@@ -33,6 +33,7 @@ def _passes() -> dict[str, type[ModulePass]]:
     from .hoist_relayouts import HoistRelayouts
     from .select_impl import SelectImpl
     from .sink_expands import SinkExpands
+    from .split_group_stats import SplitGroupStats
     from .trim_padded_taps import TrimPaddedTaps
     from .widen_half import WidenHalf
 
@@ -40,7 +41,7 @@ def _passes() -> dict[str, type[ModulePass]]:
         p.name: p for p in (AddmmAsConv, Cse, Dce, CastConstants, FoldAffineIntoConv, FoldUpsampleIntoConv, AssignLayouts,
                             HoistRelayouts, CancelRelayouts, FuseRelayouts, FoldRelayoutsIntoConvs, FuseConvResiduals,
                             FuseConvEpilogues, FuseIntMmEpilogues, SelectImpl, FuseKernels, WidenHalf,
-                            FreeResultLayouts, SinkExpands, TrimPaddedTaps)
+                            FreeResultLayouts, SinkExpands, SplitGroupStats, TrimPaddedTaps)
     }
 
 

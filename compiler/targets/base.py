@@ -127,7 +127,8 @@ class Target:
         upsample (polyphase); each conv's layout from the target's cost model; the
         relayouts that makes hoisted toward producers and inputs (cse merges the
         copies that meet), cancelled in pairs, and fused into the kernels that write
-        or read the data; then dead code goes. Hoisting runs twice: a saved activation
+        or read the data; GroupNorm's statistics over channels-last
+        tensors taken per channel first (``split-group-stats``); then dead code goes. Hoisting runs twice: a saved activation
         (``free-result-layouts``) returned after the relayout hoisting made of it lets
         that relayout climb further (a training BatchNorm's normalization, to its conv's
         channels-last result)."""
@@ -150,6 +151,7 @@ class Target:
             "cancel-relayouts",
             "free-result-layouts",
             "fuse-relayouts",
+            "split-group-stats",
             "sink-expands",
             "cse",
             "dce",
