@@ -95,6 +95,10 @@ SHAPES = [
     ("squeeze-excite 1x1 8->32 1x8x1x1", (1, 8, 1, 1), 32, 1, 1, 0, 1),
     ("squeeze-excite 1x1 4->96 1x4x1x1", (1, 4, 1, 1), 96, 1, 1, 0, 1),
     ("squeeze-excite 1x1 48->1152 1x48x1x1", (1, 48, 1, 1), 1152, 1, 1, 0, 1),
+    # polyphase convs (fold-upsample-into-conv: a 3x3 conv after a 2x nearest upsample): the SD decoder's
+    ("polyphase 2x2 512->2048 1x512x66x66", (1, 512, 66, 66), 2048, 2, 1, 0, 1),
+    ("polyphase 2x2 256->1024 1x256x130x130", (1, 256, 130, 130), 1024, 2, 1, 0, 1),
+    ("polyphase 2x2 128->512 1x128x34x34", (1, 128, 34, 34), 512, 2, 1, 0, 1),
     # Winograd's classes by input channels (conv_kernel_model.prefers_winograd)
     ("conv2d 3x3 16->16 1x16x64x64 p1", (1, 16, 64, 64), 16, 3, 1, 1, 1),
     ("conv2d 3x3 32->32 1x32x64x64 p1", (1, 32, 64, 64), 32, 3, 1, 1, 1),

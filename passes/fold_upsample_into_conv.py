@@ -44,10 +44,12 @@ from tessera.dialects import tsr
 from tessera.dialects.polyphase import PolyphaseDim
 from tessera.dialects.tsr.shapes import DYNAMIC, dim_of, elem_of, i64_array, ints, numel, shape_of, with_shape
 
+from .target_models import KernelQuery, target_models
+
 MAX_FLOP_RATIO = 0.8
 
 
-def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp) -> list[PolyphaseDim] | None:
+def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp, query: KernelQuery | None) -> list[PolyphaseDim] | None:
     repeats = up.repeats()
     if repeats is None or all(r == 1 for r in repeats) or conv.groups.value.data != 1:
         return None
@@ -58,7 +60,7 @@ def _plan(conv: tsr.ConvOp, up: tsr.UpsampleOp) -> list[PolyphaseDim] | None:
         return None
     dims = [PolyphaseDim(s, k, p) for s, k, p in zip(repeats, kernel, ints(conv.padding))]
     ratio = numel([_flop_ratio(d, n) for d, n in zip(dims, shape_of(up.input.type)[2:])])
-    return dims if ratio <= MAX_FLOP_RATIO else None
+    return dims if ratio <= MAX_FLOP_RATIO and not (query and query.keeps_upsampled_conv(conv)) else None
 
 
 def _flop_ratio(d: PolyphaseDim, n: int) -> float:
@@ -68,11 +70,16 @@ def _flop_ratio(d: PolyphaseDim, n: int) -> float:
     return d.taps / d.kernel if n == DYNAMIC else d.conv_size(n) * d.taps / (n * d.kernel)
 
 
+@dataclass
 class FoldUpsampleIntoConvPattern(RewritePattern):
+    query: KernelQuery | None = None
+    """The target the conv of the upsampled tensor is weighed on (None: every multiply-add counted)."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, conv: tsr.ConvOp, rewriter: PatternRewriter) -> None:
         up = conv.input.owner
-        if not isinstance(up, tsr.UpsampleOp) or conv.residual is not None or (dims := _plan(conv, up)) is None:
+        if (not isinstance(up, tsr.UpsampleOp) or conv.residual is not None
+                or (dims := _plan(conv, up, self.query)) is None):
             return
         x, w, elem = up.input, conv.weight, elem_of(conv.input.type)
         xs, ws = shape_of(x.type), shape_of(w.type)
@@ -121,7 +128,21 @@ def _name(v: SSAValue, like: SSAValue, fallback: str) -> None:
 
 @dataclass(frozen=True)
 class FoldUpsampleIntoConv(ModulePass):
+    """``fold-upsample-into-conv{target=x86 freezing=true}``: with a target, a conv that the
+    target computes faster unfolded (``TargetModels.keeps_upsampled_conv``; x86: Winograd
+    from 128 channels) stays."""
+
     name = "fold-upsample-into-conv"
 
+    target: str = ""
+    features: str = ""
+    """The CPU to build for (empty: this host's)."""
+    freezing: bool = False
+
+    def __post_init__(self) -> None:
+        if self.target:
+            target_models(self.target)  # a ValueError naming the known targets
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FoldUpsampleIntoConvPattern(), apply_recursively=False).rewrite_module(op)
+        query = KernelQuery(self.target, self.features or None, self.freezing) if self.target else None
+        PatternRewriteWalker(FoldUpsampleIntoConvPattern(query), apply_recursively=False).rewrite_module(op)

@@ -172,6 +172,10 @@ class TargetModels:
     """The layout table of the library's conv backward (``aten.convolution_backward``), like
     ``conv_layouts`` (the :class:`ConvShape` of the forward conv, ``points`` those of its
     output); None: its operands stay in the layouts they come in."""
+    keeps_upsampled_conv: Callable[[Any, str | None, bool], bool] | None = None
+    """``keeps_upsampled_conv(conv, features, freezing)``: whether the target computes this
+    ``tsr.conv`` of a nearest-upsampled tensor faster as it is than as the polyphase conv of the
+    small tensor (``fold-upsample-into-conv``; x86: Winograd from 128 channels); None: never."""
     library_pools_channels_last: bool = False
     """Whether the library's max pools that give indices, and their backward, kept as ATen
     calls (``assign-layouts.LIBRARY_POOLS``), get channels-last operands and results."""
@@ -211,6 +215,11 @@ class KernelQuery:
         """The implementation of the target's own kernel for ``conv``, or None (the library)."""
         chooser = target_models(self.target).own_conv_kernel
         return chooser(conv, self.features, self.freezing) if chooser is not None else None
+
+    def keeps_upsampled_conv(self, conv: Any) -> bool:
+        """:attr:`TargetModels.keeps_upsampled_conv` (False where the target has no such model)."""
+        model = target_models(self.target).keeps_upsampled_conv
+        return model is not None and model(conv, self.features, self.freezing)
 
     def own_gemm(self, op: Any) -> str | None:
         chooser = target_models(self.target).own_gemm_kernel

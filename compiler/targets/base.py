@@ -139,7 +139,8 @@ class Target:
               if halves else []),
             "trim-padded-taps",
             "fold-affine-into-conv" if freezing else "fold-affine-into-conv{per_call=true}",
-            "fold-upsample-into-conv",
+            "fold-upsample-into-conv{" + f"target={self.name}" + (f' features="{features}"' if features else "")
+            + (" freezing=true" if freezing else "") + "}",
             f"assign-layouts{{target={self.name}}}",
             "free-result-layouts",
             "hoist-relayouts",

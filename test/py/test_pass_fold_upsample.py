@@ -110,9 +110,10 @@ def test_compiled_matches_eager_and_prepares_once(conv, scale, shape, prepare_co
 def test_backend_can_leave_the_pass_out(capsys):
     from tessera.compiler.backend import BackendOptions
 
-    assert "fold-upsample-into-conv" in BackendOptions().pipeline()
-    assert "fold-upsample-into-conv" not in BackendOptions(disable=("fold-upsample-into-conv",)).pipeline()
     # an entry with options goes by its pass name
+    assert any(p.startswith("fold-upsample-into-conv") for p in BackendOptions().pipeline())
+    assert not any(p.startswith("fold-upsample-into-conv")
+                   for p in BackendOptions(disable=("fold-upsample-into-conv",)).pipeline())
     assert not any(p.startswith("assign-layouts") for p in BackendOptions(disable=("assign-layouts",)).pipeline())
     with pytest.raises(ValueError, match="cannot disable"):
         BackendOptions(disable=("fuse-everything",))
@@ -156,3 +157,30 @@ def test_nearest_exact_upsample(scale, folds, capsys):
     printed = capsys.readouterr().out
     assert ("tsr.polyphase" in printed) == folds
     assert ("_upsample_nearest_exact" in printed) == (not folds)
+
+
+@pytest.mark.parametrize("x, up, cout, freezing, folded", [
+    ((1, 128, 32, 32), (1, 128, 64, 64), 128, True, False),     # Winograd's class: the conv stays
+    ((1, 128, 32, 32), (1, 128, 64, 64), 128, False, False),    # weights transformed per call: so too
+    ((1, 64, 32, 32), (1, 64, 64, 64), 64, True, True),         # fewer channels: the polyphase conv is faster
+    ((1, 64, 4, 16, 16), (1, 64, 4, 32, 32), 64, True, False),  # 3-D: from 64 channels
+    ((1, 32, 4, 16, 16), (1, 32, 4, 32, 32), 32, True, True),
+    ((1, 128, 3, 3), (1, 128, 6, 6), 128, False, True),         # 2x2 tiles, weights per call: no Winograd
+])
+def test_x86_keeps_the_convs_winograd_computes_faster(x, up, cout, freezing, folded):
+    """With a target (as the backend's pipeline runs it), a conv that x86 computes by Winograd
+    faster than the polyphase conv (``conv_choice.winograd_over_polyphase``) is not folded;
+    without one, every conv that saves multiply-adds is."""
+    k = (3,) * (len(x) - 2)
+    before = parse(module(x, up, k, (1,) * len(k), cout=cout))
+    options = 'target=x86 features="+avx2,+fma"' + (" freezing=true" if freezing else "")
+    after = check_pass(before, f"fold-upsample-into-conv{{{options}}}", seeds=(0,))
+    assert bool(ops(after, tsr.PolyphaseInterleaveOp)) == folded
+    assert ops(check_pass(before, SPEC, seeds=(0,)), tsr.PolyphaseInterleaveOp)
+
+
+def test_a_target_the_pass_does_not_know_is_a_bad_option():
+    from tessera.passes.fold_upsample_into_conv import FoldUpsampleIntoConv
+
+    with pytest.raises(ValueError, match="x86"):
+        FoldUpsampleIntoConv(target="vax")

@@ -33,12 +33,13 @@ class X86(CpuTarget):
 
     def models(self) -> TargetModels:
         from .conv.rows import row_view
-        from .conv_choice import kernel_isa
+        from .conv_choice import kernel_isa, winograd_over_polyphase
         from .conv_layouts import CONV_BACKWARD_LAYOUTS, CONV_LAYOUTS
         from .gemm_choice import gemm_isa
 
         return TargetModels(conv_layouts=CONV_LAYOUTS, own_conv_kernel=kernel_isa, own_gemm_kernel=gemm_isa,
                             own_conv_rows=row_view, conv_backward_layouts=CONV_BACKWARD_LAYOUTS,
+                            keeps_upsampled_conv=winograd_over_polyphase,
                             library_pools_channels_last=True)
 
     def widened_halves(self, features: str | None = None) -> tuple[str, ...]:

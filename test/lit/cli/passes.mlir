@@ -28,7 +28,7 @@
 // the output), upsample+conv pairs become polyphase convs, layouts are assigned, relayouts hoisted
 // (results the caller takes in any layout returned where they cost least, before and after),
 // cancelled and fused; cleanup last.
-// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{(widen-half\{dtypes="[a-z0-9,]+"( gemms=false)?\},)?}}trim-padded-taps,fold-affine-into-conv{per_call=true},fold-upsample-into-conv,assign-layouts{target={{[a-z0-9]+}}},free-result-layouts,hoist-relayouts,cse,cancel-relayouts,free-result-layouts,hoist-relayouts,cse,cancel-relayouts,free-result-layouts,fuse-relayouts,split-group-stats,sink-expands,cse,dce{{$}}
+// PIPELINE: {{^}}cast-constants{policy={{[a-z0-9-]+}}},{{(widen-half\{dtypes="[a-z0-9,]+"( gemms=false)?\},)?}}trim-padded-taps,fold-affine-into-conv{per_call=true},fold-upsample-into-conv{target={{[a-z0-9]+}}},assign-layouts{target={{[a-z0-9]+}}},free-result-layouts,hoist-relayouts,cse,cancel-relayouts,free-result-layouts,hoist-relayouts,cse,cancel-relayouts,free-result-layouts,fuse-relayouts,split-group-stats,sink-expands,cse,dce{{$}}
 // PIPELINE-NOT: {{.}}
 
 // BAD: error: argument --pipeline: invalid choice: 'x87'
