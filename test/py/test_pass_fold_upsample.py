@@ -163,6 +163,7 @@ def test_nearest_exact_upsample(scale, folds, capsys):
     ((1, 128, 32, 32), (1, 128, 64, 64), 128, True, False),     # Winograd's class: the conv stays
     ((1, 128, 32, 32), (1, 128, 64, 64), 128, False, False),    # weights transformed per call: so too
     ((1, 64, 32, 32), (1, 64, 64, 64), 64, True, True),         # fewer channels: the polyphase conv is faster
+    ((1, 128, 32, 32), (1, 128, 64, 64), 64, True, True),       # fewer out
     ((1, 64, 4, 16, 16), (1, 64, 4, 32, 32), 64, True, False),  # 3-D: from 64 channels
     ((1, 32, 4, 16, 16), (1, 32, 4, 32, 32), 32, True, True),
     ((1, 128, 3, 3), (1, 128, 6, 6), 128, False, True),         # 2x2 tiles, weights per call: no Winograd
