@@ -175,7 +175,7 @@ class TargetModels:
     keeps_upsampled_conv: Callable[[Any, str | None, bool], bool] | None = None
     """``keeps_upsampled_conv(conv, features, freezing)``: whether the target computes this
     ``tsr.conv`` of a nearest-upsampled tensor faster as it is than as the polyphase conv of the
-    small tensor (``fold-upsample-into-conv``; x86: Winograd from 128 channels); None: never."""
+    small tensor (``fold-upsample-into-conv``; x86: Winograd from 128 channels in and out); None: never."""
     library_pools_channels_last: bool = False
     """Whether the library's max pools that give indices, and their backward, kept as ATen
     calls (``assign-layouts.LIBRARY_POOLS``), get channels-last operands and results."""

@@ -124,7 +124,7 @@ class Target:
         and packed again on every call: folding every one took 2.4x the time of
         ResNet-18 at 64x64 on 1 thread; unfolded, the BatchNorm is a per-channel scale
         and shift fused into the kernel after the conv); convolutions of upsampled tensors computed before the
-        upsample (polyphase); each conv's layout from the target's cost model; the
+        upsample (polyphase) where the target does not compute them faster as they are; each conv's layout from the target's cost model; the
         relayouts that makes hoisted toward producers and inputs (cse merges the
         copies that meet), cancelled in pairs, and fused into the kernels that write
         or read the data; GroupNorm's statistics over channels-last
