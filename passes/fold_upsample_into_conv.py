@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -48,7 +47,8 @@ from tessera.dialects import tsr
 from tessera.dialects.polyphase import PolyphaseDim
 from tessera.dialects.tsr.shapes import DYNAMIC, dim_of, elem_of, i64_array, ints, numel, shape_of, with_shape
 
-from .target_models import KernelQuery, target_models
+from .target_models import KernelQuery
+from .target_pass import TargetPass
 
 MAX_FLOP_RATIO = 0.8
 
@@ -132,22 +132,20 @@ def _name(v: SSAValue, like: SSAValue, fallback: str) -> None:
 
 
 @dataclass(frozen=True)
-class FoldUpsampleIntoConv(ModulePass):
+class FoldUpsampleIntoConv(TargetPass):
     """``fold-upsample-into-conv{target=x86 freezing=true}``: with a target, a conv that the
     target computes faster unfolded (``TargetModels.keeps_upsampled_conv``; x86: Winograd
-    from 128 channels in and out) stays."""
+    from 128 channels in and out) stays; without one, every conv the fold saves
+    multiply-adds on is folded."""
 
     name = "fold-upsample-into-conv"
 
     target: str = ""
-    features: str = ""
-    """The CPU to build for (empty: this host's)."""
-    freezing: bool = False
 
     def __post_init__(self) -> None:
         if self.target:
-            target_models(self.target)  # a ValueError naming the known targets
+            super().__post_init__()  # a ValueError naming the known targets
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        query = KernelQuery(self.target, self.features or None, self.freezing) if self.target else None
+        query = self.query if self.target else None
         PatternRewriteWalker(FoldUpsampleIntoConvPattern(query), apply_recursively=False).rewrite_module(op)
